@@ -1,0 +1,351 @@
+//! An on-disk cache of embedding vectors keyed by (model id, BLAKE3 of the text).
+//!
+//! One file per model id in the cache directory, named after the sanitised id
+//! (`all-MiniLM-L6-v2@0123abcd...` -> `all-MiniLM-L6-v2_0123abcd....vecs`). Format, all integers
+//! little-endian:
+//!
+//! ```text
+//! magic    8 bytes   b"HOPVECS\0"
+//! version  u32       1
+//! dim      u32       vector dimension
+//! id_len   u32       length of the model id
+//! id       id_len    the model id, UTF-8 (guards against two ids that sanitise alike)
+//! records  n ×       [32-byte BLAKE3 of the text][dim × f32]
+//! ```
+//!
+//! The file is rewritten whole (temporary file in the same directory, then rename), so a reader
+//! sees the old file or the new one, never half of one. A file that does not parse, or whose
+//! length is not a whole number of records, is an error naming it.
+
+use std::collections::HashMap;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use super::TextEmbedder;
+use crate::{Error, Result};
+
+const MAGIC: &[u8; 8] = b"HOPVECS\0";
+const VERSION: u32 = 1;
+const HASH_LEN: usize = 32;
+
+/// Vectors of one model, by BLAKE3 of the text; loaded from and saved to one file.
+#[derive(Debug)]
+pub struct EmbeddingCache {
+    path: PathBuf,
+    model_id: String,
+    dim: usize,
+    index: HashMap<[u8; HASH_LEN], usize>,
+    hashes: Vec<[u8; HASH_LEN]>,
+    data: Vec<f32>,
+    /// Records `..persisted` are on disk.
+    persisted: usize,
+}
+
+/// The file name for a model id: characters other than ASCII letters, digits, `.`, `-` and `_`
+/// become `_`, then `.vecs`.
+pub(crate) fn file_name_for(model_id: &str) -> String {
+    let mut s: String = model_id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if s.is_empty() || s.starts_with('.') {
+        s.insert(0, '_');
+    }
+    s.push_str(".vecs");
+    s
+}
+
+fn text_hash(text: &str) -> [u8; HASH_LEN] {
+    *blake3::hash(text.as_bytes()).as_bytes()
+}
+
+impl EmbeddingCache {
+    /// Opens (or starts) the cache of `model_id` in `dir`. The directory is created when the
+    /// cache is first saved. A cache file of another dimension or model id, or a corrupt one, is
+    /// an error naming the file.
+    pub fn open(dir: &Path, model_id: &str, dim: usize) -> Result<EmbeddingCache> {
+        let path = dir.join(file_name_for(model_id));
+        let mut cache = EmbeddingCache {
+            path: path.clone(),
+            model_id: model_id.to_string(),
+            dim,
+            index: HashMap::new(),
+            hashes: Vec::new(),
+            data: Vec::new(),
+            persisted: 0,
+        };
+        if dim == 0 {
+            return Err(Error::Model {
+                path,
+                message: "embedding cache: dimension 0".into(),
+            });
+        }
+        let bytes = match std::fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(cache),
+            Err(e) => return Err(Error::io(&path, e)),
+        };
+        cache.parse(&bytes)?;
+        Ok(cache)
+    }
+
+    fn parse(&mut self, bytes: &[u8]) -> Result<()> {
+        let bad = |msg: String| Error::malformed(&self.path, "embedding cache", msg);
+        let u32_at = |at: usize| -> Option<u32> {
+            bytes
+                .get(at..at + 4)
+                .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        };
+        if bytes.len() < 20 || &bytes[..8] != MAGIC {
+            return Err(bad(
+                "not a hopbench embedding cache (bad magic or header)".into()
+            ));
+        }
+        let version = u32_at(8).unwrap_or(0);
+        if version != VERSION {
+            return Err(bad(format!(
+                "version {version}, this build reads version {VERSION}"
+            )));
+        }
+        let dim = u32_at(12).unwrap_or(0) as usize;
+        if dim != self.dim {
+            return Err(bad(format!("dimension {dim}, expected {}", self.dim)));
+        }
+        let id_len = u32_at(16).unwrap_or(0) as usize;
+        let id = bytes
+            .get(20..20 + id_len)
+            .ok_or_else(|| bad("truncated header".into()))?;
+        if id != self.model_id.as_bytes() {
+            return Err(bad(format!(
+                "holds vectors of model `{}`, expected `{}`",
+                String::from_utf8_lossy(id),
+                self.model_id
+            )));
+        }
+        let body = &bytes[20 + id_len..];
+        let record = HASH_LEN + 4 * dim;
+        let n = body.len() / record;
+        let leftover = body.len() - n * record;
+        if leftover != 0 {
+            return Err(bad(format!(
+                "truncated: {n} whole {record}-byte records, then {leftover} stray bytes"
+            )));
+        }
+        self.hashes.reserve(n);
+        self.data.reserve(n * dim);
+        for rec in body.chunks_exact(record) {
+            let mut h = [0u8; HASH_LEN];
+            h.copy_from_slice(&rec[..HASH_LEN]);
+            if self.index.insert(h, self.hashes.len()).is_some() {
+                return Err(bad(format!(
+                    "record {} repeats a text hash",
+                    self.hashes.len()
+                )));
+            }
+            self.hashes.push(h);
+            self.data.extend(
+                rec[HASH_LEN..]
+                    .chunks_exact(4)
+                    .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+            );
+        }
+        self.persisted = n;
+        Ok(())
+    }
+
+    /// The cached vector of `text`, if any.
+    pub fn get(&self, text: &str) -> Option<&[f32]> {
+        self.get_hash(&text_hash(text))
+    }
+
+    fn get_hash(&self, hash: &[u8; HASH_LEN]) -> Option<&[f32]> {
+        self.index
+            .get(hash)
+            .map(|&i| &self.data[i * self.dim..(i + 1) * self.dim])
+    }
+
+    /// Whether `text` has a cached vector.
+    pub fn contains(&self, text: &str) -> bool {
+        self.index.contains_key(&text_hash(text))
+    }
+
+    /// Adds the vector of `text` (in memory; [`save`](Self::save) writes it). A text already
+    /// present keeps its first vector. A vector of the wrong dimension is an error.
+    pub fn insert(&mut self, text: &str, vector: &[f32]) -> Result<()> {
+        if vector.len() != self.dim {
+            return Err(Error::Dimension {
+                path: self.path.clone(),
+                record: format!("{:?}", truncate_for_message(text)),
+                field: "vector".into(),
+                expected: self.dim,
+                found: vector.len(),
+            });
+        }
+        let h = text_hash(text);
+        if !self.index.contains_key(&h) {
+            self.index.insert(h, self.hashes.len());
+            self.hashes.push(h);
+            self.data.extend_from_slice(vector);
+        }
+        Ok(())
+    }
+
+    /// Writes the cache if it has vectors not yet on disk: the whole file to a temporary file in
+    /// the same directory, then an atomic rename over the old one.
+    pub fn save(&mut self) -> Result<()> {
+        if self.persisted == self.hashes.len() && (self.persisted > 0 || self.path.exists()) {
+            return Ok(());
+        }
+        let dir = self.path.parent().unwrap_or_else(|| Path::new("."));
+        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+        let tmp = dir.join(format!(
+            ".{}.tmp-{}",
+            self.path
+                .file_name()
+                .map(|n| n.to_string_lossy())
+                .unwrap_or_default(),
+            std::process::id()
+        ));
+        let write = || -> std::io::Result<()> {
+            let file = std::fs::File::create(&tmp)?;
+            let mut w = BufWriter::with_capacity(1 << 20, file);
+            w.write_all(MAGIC)?;
+            w.write_all(&VERSION.to_le_bytes())?;
+            w.write_all(&(self.dim as u32).to_le_bytes())?;
+            w.write_all(&(self.model_id.len() as u32).to_le_bytes())?;
+            w.write_all(self.model_id.as_bytes())?;
+            for (i, h) in self.hashes.iter().enumerate() {
+                w.write_all(h)?;
+                for v in &self.data[i * self.dim..(i + 1) * self.dim] {
+                    w.write_all(&v.to_le_bytes())?;
+                }
+            }
+            let file = w.into_inner().map_err(|e| e.into_error())?;
+            file.sync_all()?;
+            Ok(())
+        };
+        if let Err(e) = write() {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(Error::io(&tmp, e));
+        }
+        if let Err(e) = std::fs::rename(&tmp, &self.path) {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(Error::io(&self.path, e));
+        }
+        self.persisted = self.hashes.len();
+        Ok(())
+    }
+
+    /// Number of cached vectors.
+    pub fn len(&self) -> usize {
+        self.hashes.len()
+    }
+
+    /// Whether the cache holds no vector.
+    pub fn is_empty(&self) -> bool {
+        self.hashes.is_empty()
+    }
+
+    /// The cache file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The model id whose vectors this cache holds.
+    pub fn model_id(&self) -> &str {
+        &self.model_id
+    }
+
+    /// The vector dimension.
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+}
+
+fn truncate_for_message(text: &str) -> String {
+    let mut s: String = text.chars().take(40).collect();
+    if s.len() < text.len() {
+        s.push('…');
+    }
+    s
+}
+
+/// Embeds `texts` through `cache`: only texts without a cached vector are embedded (each distinct
+/// text once), the new vectors are added and the cache saved, and one vector per text is returned
+/// in input order.
+///
+/// `progress(n)` counts texts: first the ones answered from the cache, then the newly embedded
+/// ones as they finish, then the repeats of newly embedded texts; the calls add up to
+/// `texts.len()`. The cache must belong to the embedder's model id and dimension.
+pub fn embed_cached<E: TextEmbedder + ?Sized>(
+    embedder: &E,
+    cache: &mut EmbeddingCache,
+    texts: &[&str],
+    progress: &mut dyn FnMut(usize),
+) -> Result<Vec<Vec<f32>>> {
+    if cache.model_id() != embedder.model_id() || cache.dim() != embedder.dim() {
+        return Err(Error::Model {
+            path: cache.path().to_path_buf(),
+            message: format!(
+                "embedding cache is for model `{}` (dimension {}), the embedder is `{}` (dimension {})",
+                cache.model_id(),
+                cache.dim(),
+                embedder.model_id(),
+                embedder.dim()
+            ),
+        });
+    }
+    let hashes: Vec<[u8; HASH_LEN]> = texts.iter().map(|t| text_hash(t)).collect();
+    let mut seen = std::collections::HashSet::new();
+    let mut misses: Vec<&str> = Vec::new();
+    let mut hits = 0usize;
+    for (t, h) in texts.iter().zip(&hashes) {
+        if cache.index.contains_key(h) {
+            hits += 1;
+        } else if seen.insert(*h) {
+            misses.push(t);
+        }
+    }
+    if hits > 0 {
+        progress(hits);
+    }
+    if !misses.is_empty() {
+        let vectors = embedder.embed(&misses, progress)?;
+        if vectors.len() != misses.len() {
+            return Err(Error::Model {
+                path: cache.path().to_path_buf(),
+                message: format!(
+                    "embedder returned {} vectors for {} texts",
+                    vectors.len(),
+                    misses.len()
+                ),
+            });
+        }
+        for (t, v) in misses.iter().zip(&vectors) {
+            cache.insert(t, v)?;
+        }
+        cache.save()?;
+    }
+    let repeats = texts.len() - hits - misses.len();
+    if repeats > 0 {
+        progress(repeats);
+    }
+    hashes
+        .iter()
+        .map(|h| {
+            cache
+                .get_hash(h)
+                .map(<[f32]>::to_vec)
+                .ok_or_else(|| Error::Model {
+                    path: cache.path().to_path_buf(),
+                    message: "internal: vector missing after embedding".into(),
+                })
+        })
+        .collect()
+}

@@ -1,0 +1,363 @@
+//! A tiny randomly initialised BERT model directory, so that the whole loading and embedding path
+//! runs in tests without downloading anything.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use candle_core::{Device, Tensor};
+use tokenizers::models::wordpiece::WordPiece;
+use tokenizers::normalizers::bert::BertNormalizer;
+use tokenizers::pre_tokenizers::bert::BertPreTokenizer;
+use tokenizers::processors::bert::BertProcessing;
+use tokenizers::{
+    AddedToken, PaddingDirection, PaddingParams, PaddingStrategy, Tokenizer, TruncationParams,
+};
+
+use crate::{Error, Result};
+
+/// Hidden size of the tiny model (its vector dimension).
+pub(crate) const TINY_HIDDEN: usize = 32;
+const TINY_LAYERS: usize = 2;
+const TINY_HEADS: usize = 2;
+const TINY_INTERMEDIATE: usize = 64;
+/// Position table size; the tiny model's `max_seq_length` is clamped to it.
+pub(crate) const TINY_MAX_POSITIONS: usize = 64;
+
+const SPECIAL: [&str; 5] = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"];
+const PUNCTUATION: &str = ".,!?'\"-():;";
+const WORDS: &[&str] = &[
+    "the",
+    "a",
+    "an",
+    "of",
+    "and",
+    "or",
+    "to",
+    "in",
+    "is",
+    "was",
+    "are",
+    "were",
+    "be",
+    "on",
+    "at",
+    "for",
+    "with",
+    "by",
+    "from",
+    "as",
+    "it",
+    "its",
+    "he",
+    "she",
+    "his",
+    "her",
+    "they",
+    "their",
+    "this",
+    "that",
+    "who",
+    "what",
+    "where",
+    "when",
+    "which",
+    "how",
+    "not",
+    "no",
+    "yes",
+    "one",
+    "two",
+    "three",
+    "first",
+    "year",
+    "years",
+    "city",
+    "river",
+    "country",
+    "state",
+    "film",
+    "song",
+    "album",
+    "band",
+    "book",
+    "born",
+    "died",
+    "king",
+    "queen",
+    "war",
+    "world",
+    "new",
+    "old",
+    "large",
+    "small",
+    "cat",
+    "cats",
+    "dog",
+    "dogs",
+    "sat",
+    "sit",
+    "mat",
+    "house",
+    "car",
+    "train",
+    "run",
+    "ran",
+    "eat",
+    "ate",
+    "food",
+    "water",
+    "sun",
+    "moon",
+    "day",
+    "night",
+    "time",
+    "people",
+    "man",
+    "woman",
+    "child",
+    "school",
+    "music",
+    "game",
+    "team",
+    "play",
+    "played",
+    "made",
+    "make",
+    "has",
+    "have",
+    "had",
+    "capital",
+    "paris",
+    "france",
+    "london",
+    "england",
+    "york",
+    "president",
+];
+const SUFFIXES: &[&str] = &[
+    "s", "es", "ed", "ing", "er", "est", "ly", "ion", "tion", "al", "ic",
+];
+
+/// The tiny model's vocabulary, in id order.
+fn vocabulary() -> Vec<String> {
+    let mut v: Vec<String> = SPECIAL.iter().map(|s| s.to_string()).collect();
+    v.extend(PUNCTUATION.chars().map(String::from));
+    v.extend(('a'..='z').map(String::from));
+    v.extend(('0'..='9').map(String::from));
+    v.extend(WORDS.iter().map(|w| w.to_string()));
+    v.extend(SUFFIXES.iter().map(|s| format!("##{s}")));
+    v.extend(('a'..='z').chain('0'..='9').map(|c| format!("##{c}")));
+    let mut seen = std::collections::HashSet::new();
+    v.retain(|t| seen.insert(t.clone()));
+    v
+}
+
+/// SplitMix64: a small, fast, seeded generator (Steele, Lea and Flood 2014).
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in [-1, 1).
+    fn symmetric(&mut self) -> f32 {
+        ((self.next_u64() >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+    }
+
+    /// `n` values uniform in [center - half_width, center + half_width).
+    fn fill(&mut self, n: usize, center: f32, half_width: f32) -> Vec<f32> {
+        (0..n)
+            .map(|_| center + half_width * self.symmetric())
+            .collect()
+    }
+}
+
+/// Writes a tiny randomly initialised BERT sentence-embedding model to `dir` (created if
+/// needed): `config.json` (hidden 32, 2 layers, 2 heads, intermediate 64, 64 positions),
+/// `model.safetensors` with weights from a SplitMix64 stream seeded by `seed`, `vocab.txt`,
+/// `tokenizer.json` (WordPiece over a ~200-token vocabulary with BERT normalisation,
+/// pre-tokenisation and `[CLS]`/`[SEP]` post-processing) and `sentence_bert_config.json`.
+///
+/// The same seed writes the same bytes. Like the real model's tokenizer file, the tokenizer
+/// truncates and pads to a fixed length (16 here), which [`super::Embedder::load`] must override.
+pub fn write_tiny_model(dir: &Path, seed: u64) -> Result<()> {
+    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    let vocab = vocabulary();
+    let model_err = |path: &Path, message: String| Error::Model {
+        path: path.to_path_buf(),
+        message,
+    };
+
+    // vocab.txt and tokenizer.json.
+    let vocab_txt: String = vocab.iter().map(|t| format!("{t}\n")).collect();
+    let vocab_path = dir.join("vocab.txt");
+    std::fs::write(&vocab_path, &vocab_txt).map_err(|e| Error::io(&vocab_path, e))?;
+    let tok_path = dir.join("tokenizer.json");
+    let id = |t: &str| vocab.iter().position(|v| v == t).unwrap_or(0) as u32;
+    let build_tokenizer = || -> tokenizers::Result<Tokenizer> {
+        let wordpiece = WordPiece::builder()
+            .vocab(WordPiece::read_bytes(vocab_txt.as_bytes())?)
+            .unk_token("[UNK]".to_string())
+            .continuing_subword_prefix("##".to_string())
+            .max_input_chars_per_word(100)
+            .build()?;
+        let mut tok = Tokenizer::new(wordpiece);
+        tok.with_normalizer(Some(BertNormalizer::new(true, true, None, true)))?;
+        tok.with_pre_tokenizer(Some(BertPreTokenizer));
+        tok.with_post_processor(Some(BertProcessing::new(
+            ("[SEP]".to_string(), id("[SEP]")),
+            ("[CLS]".to_string(), id("[CLS]")),
+        )));
+        let special: Vec<AddedToken> = SPECIAL
+            .iter()
+            .map(|s| AddedToken::from(s.to_string(), true))
+            .collect();
+        tok.add_special_tokens(special)?;
+        tok.with_truncation(Some(TruncationParams {
+            max_length: 16,
+            ..Default::default()
+        }))?;
+        tok.with_padding(Some(PaddingParams {
+            strategy: PaddingStrategy::Fixed(16),
+            direction: PaddingDirection::Right,
+            pad_to_multiple_of: None,
+            pad_id: id("[PAD]"),
+            pad_type_id: 0,
+            pad_token: "[PAD]".to_string(),
+        }));
+        Ok(tok)
+    };
+    let tokenizer = build_tokenizer().map_err(|e| model_err(&tok_path, e.to_string()))?;
+    tokenizer
+        .save(&tok_path, true)
+        .map_err(|e| model_err(&tok_path, e.to_string()))?;
+
+    // config.json and sentence_bert_config.json.
+    let config = serde_json::json!({
+        "architectures": ["BertModel"],
+        "model_type": "bert",
+        "hidden_act": "gelu",
+        "hidden_size": TINY_HIDDEN,
+        "num_hidden_layers": TINY_LAYERS,
+        "num_attention_heads": TINY_HEADS,
+        "intermediate_size": TINY_INTERMEDIATE,
+        "max_position_embeddings": TINY_MAX_POSITIONS,
+        "type_vocab_size": 2,
+        "vocab_size": vocab.len(),
+        "layer_norm_eps": 1e-12,
+        "pad_token_id": 0,
+        "position_embedding_type": "absolute",
+    });
+    let write_json = |name: &str, value: &serde_json::Value| -> Result<()> {
+        let path = dir.join(name);
+        let text = serde_json::to_string_pretty(value).unwrap_or_default();
+        std::fs::write(&path, text + "\n").map_err(|e| Error::io(&path, e))
+    };
+    write_json("config.json", &config)?;
+    // Larger than the position table on purpose: the loader clamps it.
+    write_json(
+        "sentence_bert_config.json",
+        &serde_json::json!({"max_seq_length": 256, "do_lower_case": false}),
+    )?;
+
+    // model.safetensors.
+    let weights_path = dir.join("model.safetensors");
+    let mut rng = SplitMix64(seed);
+    let (h, i) = (TINY_HIDDEN, TINY_INTERMEDIATE);
+    let mut tensors: Vec<(String, Vec<usize>, Vec<f32>)> = Vec::new();
+    let mut matrix = |name: String, dims: Vec<usize>, scale: f32, rng: &mut SplitMix64| {
+        let n = dims.iter().product();
+        tensors.push((name, dims, rng.fill(n, 0.0, scale)));
+    };
+    matrix(
+        "embeddings.word_embeddings.weight".into(),
+        vec![vocab.len(), h],
+        0.5,
+        &mut rng,
+    );
+    matrix(
+        "embeddings.position_embeddings.weight".into(),
+        vec![TINY_MAX_POSITIONS, h],
+        0.2,
+        &mut rng,
+    );
+    matrix(
+        "embeddings.token_type_embeddings.weight".into(),
+        vec![2, h],
+        0.2,
+        &mut rng,
+    );
+    let norm = |prefix: String,
+                rng: &mut SplitMix64,
+                tensors: &mut Vec<(String, Vec<usize>, Vec<f32>)>| {
+        tensors.push((format!("{prefix}.weight"), vec![h], rng.fill(h, 1.0, 0.1)));
+        tensors.push((format!("{prefix}.bias"), vec![h], rng.fill(h, 0.0, 0.05)));
+    };
+    let mut rest: Vec<(String, Vec<usize>, Vec<f32>)> = Vec::new();
+    norm("embeddings.LayerNorm".into(), &mut rng, &mut rest);
+    let linear = |name: String,
+                  out_dim: usize,
+                  in_dim: usize,
+                  rng: &mut SplitMix64,
+                  tensors: &mut Vec<(String, Vec<usize>, Vec<f32>)>| {
+        let bound = (3.0 / in_dim as f32).sqrt();
+        tensors.push((
+            format!("{name}.weight"),
+            vec![out_dim, in_dim],
+            rng.fill(out_dim * in_dim, 0.0, bound),
+        ));
+        tensors.push((
+            format!("{name}.bias"),
+            vec![out_dim],
+            rng.fill(out_dim, 0.0, 0.05),
+        ));
+    };
+    for l in 0..TINY_LAYERS {
+        let p = format!("encoder.layer.{l}");
+        linear(
+            format!("{p}.attention.self.query"),
+            h,
+            h,
+            &mut rng,
+            &mut rest,
+        );
+        linear(format!("{p}.attention.self.key"), h, h, &mut rng, &mut rest);
+        linear(
+            format!("{p}.attention.self.value"),
+            h,
+            h,
+            &mut rng,
+            &mut rest,
+        );
+        linear(
+            format!("{p}.attention.output.dense"),
+            h,
+            h,
+            &mut rng,
+            &mut rest,
+        );
+        norm(
+            format!("{p}.attention.output.LayerNorm"),
+            &mut rng,
+            &mut rest,
+        );
+        linear(format!("{p}.intermediate.dense"), i, h, &mut rng, &mut rest);
+        linear(format!("{p}.output.dense"), h, i, &mut rng, &mut rest);
+        norm(format!("{p}.output.LayerNorm"), &mut rng, &mut rest);
+    }
+    tensors.extend(rest);
+    let mut map: HashMap<String, Tensor> = HashMap::new();
+    for (name, dims, values) in tensors {
+        let t = Tensor::from_vec(values, dims, &Device::Cpu)
+            .map_err(|e| model_err(&weights_path, e.to_string()))?;
+        map.insert(name, t);
+    }
+    candle_core::safetensors::save(&map, &weights_path)
+        .map_err(|e| model_err(&weights_path, e.to_string()))?;
+    Ok(())
+}

@@ -1,0 +1,924 @@
+//! The export: one directory per dataset that every leg reads and nothing writes twice.
+//!
+//! ```text
+//! results/exports/<dataset>/
+//!   corpus.parquet         chunk_id, doc_id, title, text, context_header, token_count,
+//!                          embedding, [embedding_content]   (rows sorted by chunk_id)
+//!   queries.parquet        query_id, text, embedding, gold_chunk_ids, gold_doc_ids,
+//!                          chain_json, decomposition_json, conversation_json, labels_json
+//!   bm25-stats.json        tokenizer, k1, b, chunk count, avgdl, per-chunk lengths
+//!   bm25-postings.parquet  term, chunks, tfs                 (term-major CSR, terms sorted)
+//!   manifest.json          blake3 of every file above, of the raw inputs and of the config
+//! ```
+//!
+//! Chunks are sorted by record id when the export is built, so the `u32` chunk index orders
+//! exactly like the record ids and "ties break on ascending id" is an integer comparison
+//! everywhere downstream. The directory is written beside its final place and renamed into it,
+//! so a crash never leaves a directory with a manifest that lies about its files.
+//!
+//! Re-running prepare with unchanged inputs, configuration, model and export code finds the
+//! same `input_key` in the existing manifest, re-hashes the files, and reuses the export.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::lexical::{Bm25Index, Bm25Params, Bm25Parts, Tokenizer};
+use crate::model::{RawDataset, SubQuestion, Turn};
+use crate::parquet_io::{self as pq, Columns};
+use crate::tokens::heuristic_tokens;
+
+/// Version of the export layout; part of every input key, so a layout change re-prepares.
+pub const EXPORT_VERSION: u32 = 1;
+
+/// Settings that change what an export contains (all are hashed into its input key).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PrepareConfig {
+    /// BM25 parameters.
+    pub bm25: Bm25Params,
+}
+
+impl Default for PrepareConfig {
+    fn default() -> Self {
+        PrepareConfig {
+            bm25: Bm25Params::default(),
+        }
+    }
+}
+
+/// The dense embedder as prepare sees it: an identity and a batch function. Keeping this a
+/// closure keeps the export independent of the model code (and testable with a fake model).
+pub struct EmbedFn<'a> {
+    /// Model identity (name + weights hash); recorded in the manifest and the input key.
+    pub model_id: String,
+    /// Vector dimension.
+    pub dim: usize,
+    /// Embeds texts, one L2-normalised vector per text, in order. The second argument is a
+    /// label for progress reporting ("passages", "queries").
+    #[allow(clippy::type_complexity)]
+    pub embed: Box<dyn FnMut(&[&str], &str) -> Result<Vec<Vec<f32>>> + 'a>,
+}
+
+/// What prepare needs to know about where a dataset came from.
+#[derive(Debug, Clone)]
+pub struct Source {
+    /// Dataset name (directory name under the exports root).
+    pub name: String,
+    /// Raw format name (`musique`, `synthetic`, ...).
+    pub format: String,
+    /// Raw input files, hashed into the manifest (empty for generated data).
+    pub files: Vec<PathBuf>,
+    /// Extra identity for inputs that are not files (the synthetic generator's config).
+    pub extra: String,
+}
+
+/// One chunk of the corpus.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Chunk {
+    /// Record id (the corpus is sorted by it).
+    pub id: String,
+    /// Document index into [`Export::docs`], `None` when unknown.
+    pub doc: Option<u32>,
+    /// Title as published.
+    pub title: String,
+    /// Body text.
+    pub text: String,
+    /// Context header, if the dataset has one.
+    pub header: Option<String>,
+    /// Heuristic token count of the text the LLM would receive (`header\ntext` or `text`).
+    pub tokens: u32,
+}
+
+impl Chunk {
+    /// The text that is embedded, indexed and handed to an LLM: header and body.
+    pub fn full_text(&self) -> String {
+        match &self.header {
+            Some(h) => format!("{h}\n{}", self.text),
+            None => self.text.clone(),
+        }
+    }
+}
+
+/// One evaluation query, with gold resolved to chunk indices.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueryRecord {
+    /// Query id.
+    pub id: String,
+    /// Query text.
+    pub text: String,
+    /// Gold chunk indices, ascending, unique.
+    pub gold: Vec<u32>,
+    /// Hop chain slots as chunk indices (`None`: no published chain).
+    pub chain: Option<Vec<Vec<u32>>>,
+    /// Published decomposition (gold in chunk record ids).
+    pub decomposition: Option<Vec<SubQuestion>>,
+    /// Conversation so far.
+    pub conversation: Option<Vec<Turn>>,
+    /// Dataset labels.
+    pub labels: BTreeMap<String, String>,
+}
+
+/// Counts printed by prepare and stored in the manifest.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExportStats {
+    /// Chunks in the corpus.
+    pub chunks: usize,
+    /// Distinct documents.
+    pub documents: usize,
+    /// Queries.
+    pub queries: usize,
+    /// Sum of |gold| over queries.
+    pub gold_chunks: usize,
+    /// Queries with a published chain.
+    pub queries_with_chain: usize,
+    /// Chunks that carry a context header.
+    pub chunks_with_header: usize,
+    /// Distinct BM25 terms.
+    pub bm25_terms: usize,
+    /// BM25 postings.
+    pub bm25_postings: usize,
+}
+
+/// `manifest.json`: what the export is, and the blake3 of everything it was made from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Manifest {
+    /// [`EXPORT_VERSION`].
+    pub export_version: u32,
+    /// Dataset name.
+    pub dataset: String,
+    /// Raw format.
+    pub format: String,
+    /// blake3 of each raw input file, by the path it was read from.
+    pub inputs: BTreeMap<String, String>,
+    /// blake3 of the non-file input identity (generator config), if any.
+    pub extra: String,
+    /// The prepare configuration.
+    pub config: PrepareConfig,
+    /// Embedding model identity.
+    pub model_id: String,
+    /// Embedding dimension.
+    pub dim: usize,
+    /// blake3 over everything above: equal keys mean an identical export.
+    pub input_key: String,
+    /// blake3 of each file of the export.
+    pub files: BTreeMap<String, String>,
+    /// Counts.
+    pub stats: ExportStats,
+}
+
+impl Manifest {
+    /// The export's content hash: blake3 over the file hashes (what cell keys use).
+    pub fn content_hash(&self) -> String {
+        let mut h = blake3::Hasher::new();
+        for (name, hash) in &self.files {
+            h.update(name.as_bytes());
+            h.update(b"\0");
+            h.update(hash.as_bytes());
+            h.update(b"\n");
+        }
+        h.finalize().to_hex().to_string()
+    }
+}
+
+/// A loaded export: everything a leg or the harness needs, in memory.
+#[derive(Debug)]
+pub struct Export {
+    /// Where it was read from.
+    pub dir: PathBuf,
+    /// Its manifest.
+    pub manifest: Manifest,
+    /// Chunks, sorted by id (index = chunk index).
+    pub chunks: Vec<Chunk>,
+    /// Document names by document index.
+    pub docs: Vec<String>,
+    /// Vector dimension.
+    pub dim: usize,
+    /// Header+content vectors, row-major `chunks.len() x dim`.
+    pub embeddings: Vec<f32>,
+    /// Content-only vectors where the dataset has context headers (`None` otherwise).
+    pub content_embeddings: Option<Vec<f32>>,
+    /// Queries in dataset order.
+    pub queries: Vec<QueryRecord>,
+    /// Query vectors, row-major.
+    pub query_embeddings: Vec<f32>,
+    /// BM25 index.
+    pub bm25: Bm25Index,
+}
+
+impl Export {
+    /// Chunk `i`'s header+content vector.
+    pub fn embedding(&self, i: u32) -> &[f32] {
+        &self.embeddings[i as usize * self.dim..(i as usize + 1) * self.dim]
+    }
+    /// Query `q`'s vector.
+    pub fn query_embedding(&self, q: usize) -> &[f32] {
+        &self.query_embeddings[q * self.dim..(q + 1) * self.dim]
+    }
+    /// Document index of chunk `i`.
+    pub fn doc_of(&self, i: u32) -> Option<u32> {
+        self.chunks[i as usize].doc
+    }
+}
+
+fn hash_file(path: &Path) -> Result<String> {
+    let bytes = fs::read(path).map_err(|e| Error::io(path, e))?;
+    Ok(blake3::hash(&bytes).to_hex().to_string())
+}
+
+fn input_key(m: &Manifest) -> String {
+    let ident = serde_json::json!({
+        "export_version": m.export_version,
+        "dataset": m.dataset,
+        "format": m.format,
+        "inputs": m.inputs,
+        "extra": m.extra,
+        "config": m.config,
+        "model_id": m.model_id,
+        "dim": m.dim,
+    });
+    blake3::hash(ident.to_string().as_bytes())
+        .to_hex()
+        .to_string()
+}
+
+/// Reads the manifest of `dir`, if there is one.
+pub fn read_manifest(dir: &Path) -> Result<Manifest> {
+    let path = dir.join("manifest.json");
+    let text = fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
+    serde_json::from_str(&text).map_err(|e| Error::malformed(&path, "manifest JSON", e))
+}
+
+/// Whether `dir` holds an export with this input key whose files still hash as recorded.
+fn reusable(dir: &Path, key: &str) -> bool {
+    let Ok(m) = read_manifest(dir) else {
+        return false;
+    };
+    m.input_key == key
+        && m.files
+            .iter()
+            .all(|(name, hash)| hash_file(&dir.join(name)).ok().as_deref() == Some(hash))
+}
+
+/// The input key prepare would give this dataset (used to decide reuse before embedding).
+pub fn planned_manifest(
+    source: &Source,
+    config: &PrepareConfig,
+    model_id: &str,
+    dim: usize,
+) -> Result<Manifest> {
+    let mut inputs = BTreeMap::new();
+    for f in &source.files {
+        inputs.insert(f.display().to_string(), hash_file(f)?);
+    }
+    let mut m = Manifest {
+        export_version: EXPORT_VERSION,
+        dataset: source.name.clone(),
+        format: source.format.clone(),
+        inputs,
+        extra: blake3::hash(source.extra.as_bytes()).to_hex().to_string(),
+        config: config.clone(),
+        model_id: model_id.to_string(),
+        dim,
+        input_key: String::new(),
+        files: BTreeMap::new(),
+        stats: ExportStats::default(),
+    };
+    m.input_key = input_key(&m);
+    Ok(m)
+}
+
+/// Outcome of [`prepare`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Prepared {
+    /// A fresh export was written.
+    Written,
+    /// An existing export had the same input key and intact files.
+    Reused,
+}
+
+/// Builds (or reuses) the export of `raw` in `dir`. `raw` is only called when the export cannot
+/// be reused, so reading and parsing the raw files is skipped on a cache hit too... except that
+/// the raw files are still hashed, which is what makes the reuse safe.
+pub fn prepare(
+    source: &Source,
+    raw: impl FnOnce() -> Result<RawDataset>,
+    config: &PrepareConfig,
+    embed: &mut EmbedFn<'_>,
+    dir: &Path,
+) -> Result<(Manifest, Prepared)> {
+    let planned = planned_manifest(source, config, &embed.model_id, embed.dim)?;
+    if reusable(dir, &planned.input_key) {
+        return Ok((read_manifest(dir)?, Prepared::Reused));
+    }
+    let raw = raw()?;
+    let built = build(source, raw, config, embed)?;
+    let manifest = write_atomically(dir, planned, &built)?;
+    Ok((manifest, Prepared::Written))
+}
+
+/// An export in memory before it is written.
+struct Built {
+    dim: usize,
+    chunks: Vec<Chunk>,
+    docs: Vec<String>,
+    embeddings: Vec<f32>,
+    content_embeddings: Option<Vec<f32>>,
+    queries: Vec<QueryRecord>,
+    query_embeddings: Vec<f32>,
+    bm25: Bm25Index,
+}
+
+fn flatten(vectors: Vec<Vec<f32>>, dim: usize, what: &str) -> Result<Vec<f32>> {
+    let mut flat = Vec::with_capacity(vectors.len() * dim);
+    for (i, v) in vectors.into_iter().enumerate() {
+        if v.len() != dim {
+            return Err(Error::Dimension {
+                path: PathBuf::from(format!("<embedder output for {what}>")),
+                record: i.to_string(),
+                field: "embedding".into(),
+                expected: dim,
+                found: v.len(),
+            });
+        }
+        flat.extend(v);
+    }
+    Ok(flat)
+}
+
+fn build(
+    source: &Source,
+    raw: RawDataset,
+    config: &PrepareConfig,
+    embed: &mut EmbedFn<'_>,
+) -> Result<Built> {
+    let origin = PathBuf::from(format!("<dataset {}>", source.name));
+    let mut passages = raw.passages;
+    passages.sort_by(|a, b| a.id.cmp(&b.id));
+    if let Some(w) = passages.windows(2).find(|w| w[0].id == w[1].id) {
+        return Err(Error::DuplicatePassage {
+            path: origin,
+            id: w[0].id.clone(),
+        });
+    }
+    let index: HashMap<&str, u32> = passages
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (p.id.as_str(), i as u32))
+        .collect();
+    let doc_names: BTreeSet<&str> = passages.iter().filter_map(|p| p.doc.as_deref()).collect();
+    let docs: Vec<String> = doc_names.iter().map(|s| s.to_string()).collect();
+    let doc_index: HashMap<&str, u32> = docs
+        .iter()
+        .enumerate()
+        .map(|(i, d)| (d.as_str(), i as u32))
+        .collect();
+    let chunks: Vec<Chunk> = passages
+        .iter()
+        .map(|p| {
+            let mut c = Chunk {
+                id: p.id.clone(),
+                doc: p.doc.as_deref().map(|d| doc_index[d]),
+                title: p.title.clone(),
+                text: p.text.clone(),
+                header: p.header.clone(),
+                tokens: 0,
+            };
+            c.tokens = heuristic_tokens(&c.full_text());
+            c
+        })
+        .collect();
+
+    let mut queries = Vec::with_capacity(raw.questions.len());
+    let mut seen_q = BTreeSet::new();
+    for q in raw.questions {
+        if !seen_q.insert(q.id.clone()) {
+            return Err(Error::field(&origin, &q.id, "id", "duplicate query id"));
+        }
+        let resolve = |id: &str, field: &str| {
+            index
+                .get(id)
+                .copied()
+                .ok_or_else(|| Error::GoldNotInCorpus {
+                    path: origin.clone(),
+                    record: q.id.clone(),
+                    field: field.into(),
+                    gold: id.into(),
+                })
+        };
+        let mut gold = q
+            .gold
+            .iter()
+            .map(|g| resolve(g, "gold"))
+            .collect::<Result<Vec<_>>>()?;
+        gold.sort_unstable();
+        gold.dedup();
+        let chain = match &q.chain {
+            None => None,
+            Some(slots) if slots.is_empty() => None,
+            Some(slots) => Some(
+                slots
+                    .iter()
+                    .map(|s| {
+                        let mut v = s
+                            .iter()
+                            .map(|g| resolve(g, "chain"))
+                            .collect::<Result<Vec<_>>>()?;
+                        v.sort_unstable();
+                        v.dedup();
+                        Ok(v)
+                    })
+                    .collect::<Result<Vec<_>>>()?,
+            ),
+        };
+        queries.push(QueryRecord {
+            id: q.id,
+            text: q.text,
+            gold,
+            chain,
+            decomposition: q.decomposition,
+            conversation: q.conversation,
+            labels: q.labels,
+        });
+    }
+
+    let tokenizer = Tokenizer::english();
+    let full: Vec<String> = chunks.iter().map(Chunk::full_text).collect();
+    let bm25 = Bm25Index::build(full.iter().map(String::as_str), &tokenizer, config.bm25);
+
+    let dim = embed.dim;
+    let refs: Vec<&str> = full.iter().map(String::as_str).collect();
+    let embeddings = flatten((embed.embed)(&refs, "passages")?, dim, "passages")?;
+    let any_header = chunks.iter().any(|c| c.header.is_some());
+    let content_embeddings = if any_header {
+        let content: Vec<&str> = chunks.iter().map(|c| c.text.as_str()).collect();
+        Some(flatten(
+            (embed.embed)(&content, "passages (content only)")?,
+            dim,
+            "content",
+        )?)
+    } else {
+        None
+    };
+    let qtexts: Vec<&str> = queries.iter().map(|q| q.text.as_str()).collect();
+    let query_embeddings = flatten((embed.embed)(&qtexts, "queries")?, dim, "queries")?;
+    Ok(Built {
+        dim,
+        chunks,
+        docs,
+        embeddings,
+        content_embeddings,
+        queries,
+        query_embeddings,
+        bm25,
+    })
+}
+
+fn json_opt<T: Serialize>(v: &Option<T>) -> Option<String> {
+    v.as_ref()
+        .map(|x| serde_json::to_string(x).expect("serialisable"))
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Bm25Stats {
+    tokenizer: String,
+    params: Bm25Params,
+    chunks: usize,
+    avgdl: f64,
+    doc_len: Vec<u32>,
+}
+
+fn write_files(dir: &Path, b: &Built) -> Result<()> {
+    let c = &b.chunks;
+    let mut cols = vec![
+        (
+            "chunk_id",
+            pq::strings(&c.iter().map(|c| c.id.as_str()).collect::<Vec<_>>()),
+        ),
+        (
+            "doc_id",
+            pq::opt_strings(
+                &c.iter()
+                    .map(|c| c.doc.map(|d| b.docs[d as usize].clone()))
+                    .collect::<Vec<_>>(),
+            ),
+        ),
+        (
+            "title",
+            pq::strings(&c.iter().map(|c| c.title.as_str()).collect::<Vec<_>>()),
+        ),
+        (
+            "text",
+            pq::strings(&c.iter().map(|c| c.text.as_str()).collect::<Vec<_>>()),
+        ),
+        (
+            "context_header",
+            pq::opt_strings(&c.iter().map(|c| c.header.clone()).collect::<Vec<_>>()),
+        ),
+        (
+            "token_count",
+            pq::u32s(&c.iter().map(|c| c.tokens).collect::<Vec<_>>()),
+        ),
+        ("embedding", pq::vectors(&b.embeddings, b.dim)),
+    ];
+    if let Some(ce) = &b.content_embeddings {
+        cols.push(("embedding_content", pq::vectors(ce, b.dim)));
+    }
+    pq::write(&dir.join("corpus.parquet"), cols)?;
+
+    let q = &b.queries;
+    let ids_of = |v: &[u32]| {
+        v.iter()
+            .map(|&i| c[i as usize].id.clone())
+            .collect::<Vec<_>>()
+    };
+    let gold_docs = |v: &[u32]| {
+        let set: BTreeSet<u32> = v.iter().filter_map(|&i| c[i as usize].doc).collect();
+        set.into_iter()
+            .map(|d| b.docs[d as usize].clone())
+            .collect::<Vec<_>>()
+    };
+    pq::write(
+        &dir.join("queries.parquet"),
+        vec![
+            (
+                "query_id",
+                pq::strings(&q.iter().map(|q| q.id.as_str()).collect::<Vec<_>>()),
+            ),
+            (
+                "text",
+                pq::strings(&q.iter().map(|q| q.text.as_str()).collect::<Vec<_>>()),
+            ),
+            ("embedding", pq::vectors(&b.query_embeddings, b.dim)),
+            (
+                "gold_chunk_ids",
+                pq::string_lists(&q.iter().map(|q| Some(ids_of(&q.gold))).collect::<Vec<_>>()),
+            ),
+            (
+                "gold_doc_ids",
+                pq::string_lists(
+                    &q.iter()
+                        .map(|q| Some(gold_docs(&q.gold)))
+                        .collect::<Vec<_>>(),
+                ),
+            ),
+            (
+                "chain_json",
+                pq::opt_strings(
+                    &q.iter()
+                        .map(|q| {
+                            json_opt(
+                                &q.chain
+                                    .as_ref()
+                                    .map(|s| s.iter().map(|s| ids_of(s)).collect::<Vec<_>>()),
+                            )
+                        })
+                        .collect::<Vec<_>>(),
+                ),
+            ),
+            (
+                "decomposition_json",
+                pq::opt_strings(
+                    &q.iter()
+                        .map(|q| json_opt(&q.decomposition))
+                        .collect::<Vec<_>>(),
+                ),
+            ),
+            (
+                "conversation_json",
+                pq::opt_strings(
+                    &q.iter()
+                        .map(|q| json_opt(&q.conversation))
+                        .collect::<Vec<_>>(),
+                ),
+            ),
+            (
+                "labels_json",
+                pq::strings(
+                    &q.iter()
+                        .map(|q| serde_json::to_string(&q.labels).expect("labels"))
+                        .collect::<Vec<_>>(),
+                ),
+            ),
+        ],
+    )?;
+
+    let parts = b.bm25.to_parts();
+    let stats = Bm25Stats {
+        tokenizer: Tokenizer::english().name().into(),
+        params: parts.params,
+        chunks: parts.doc_len.len(),
+        avgdl: b.bm25.avgdl(),
+        doc_len: parts.doc_len.clone(),
+    };
+    let path = dir.join("bm25-stats.json");
+    fs::write(&path, serde_json::to_vec(&stats).expect("stats"))
+        .map_err(|e| Error::io(&path, e))?;
+    let runs: Vec<(Vec<u32>, Vec<u32>)> = (0..parts.terms.len())
+        .map(|t| {
+            let (s, e) = (parts.offsets[t] as usize, parts.offsets[t + 1] as usize);
+            (
+                parts.post_chunk[s..e].to_vec(),
+                parts.post_tf[s..e].to_vec(),
+            )
+        })
+        .collect();
+    pq::write(
+        &dir.join("bm25-postings.parquet"),
+        vec![
+            ("term", pq::strings(&parts.terms)),
+            (
+                "chunks",
+                pq::u32_lists(&runs.iter().map(|r| r.0.clone()).collect::<Vec<_>>()),
+            ),
+            (
+                "tfs",
+                pq::u32_lists(&runs.iter().map(|r| r.1.clone()).collect::<Vec<_>>()),
+            ),
+        ],
+    )?;
+    Ok(())
+}
+
+/// The file names an export consists of (besides the manifest).
+pub const EXPORT_FILES: [&str; 4] = [
+    "corpus.parquet",
+    "queries.parquet",
+    "bm25-stats.json",
+    "bm25-postings.parquet",
+];
+
+fn write_atomically(dir: &Path, mut manifest: Manifest, b: &Built) -> Result<Manifest> {
+    let parent = dir.parent().unwrap_or(Path::new("."));
+    fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+    let name = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_default();
+    let tmp = parent.join(format!(".{name}.tmp-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&tmp);
+    fs::create_dir_all(&tmp).map_err(|e| Error::io(&tmp, e))?;
+    let result = (|| {
+        write_files(&tmp, b)?;
+        for f in EXPORT_FILES {
+            manifest
+                .files
+                .insert(f.to_string(), hash_file(&tmp.join(f))?);
+        }
+        manifest.stats = ExportStats {
+            chunks: b.chunks.len(),
+            documents: b.docs.len(),
+            queries: b.queries.len(),
+            gold_chunks: b.queries.iter().map(|q| q.gold.len()).sum(),
+            queries_with_chain: b.queries.iter().filter(|q| q.chain.is_some()).count(),
+            chunks_with_header: b.chunks.iter().filter(|c| c.header.is_some()).count(),
+            bm25_terms: b.bm25.num_terms(),
+            bm25_postings: b.bm25.num_postings(),
+        };
+        let path = tmp.join("manifest.json");
+        let text = serde_json::to_string_pretty(&manifest).expect("manifest");
+        fs::write(&path, text).map_err(|e| Error::io(&path, e))?;
+        if dir.exists() {
+            fs::remove_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+        }
+        fs::rename(&tmp, dir).map_err(|e| Error::io(dir, e))
+    })();
+    if result.is_err() {
+        let _ = fs::remove_dir_all(&tmp);
+    }
+    result.map(|_| manifest)
+}
+
+/// Loads the export in `dir`, checking every file against the manifest's hashes.
+pub fn load(dir: &Path) -> Result<Export> {
+    let manifest = read_manifest(dir)?;
+    for (name, hash) in &manifest.files {
+        let path = dir.join(name);
+        let actual = hash_file(&path)?;
+        if &actual != hash {
+            return Err(Error::field(
+                &path,
+                "file",
+                "blake3",
+                format!(
+                    "is {actual}, manifest says {hash}: the export was modified; re-run prepare"
+                ),
+            ));
+        }
+    }
+    let dim = manifest.dim;
+
+    let path = dir.join("corpus.parquet");
+    let batch = pq::read(&path)?;
+    let cols = Columns {
+        path: &path,
+        batch: &batch,
+    };
+    let ids = cols.strings("chunk_id")?;
+    if let Some(w) = ids.windows(2).position(|w| w[0] >= w[1]) {
+        return Err(Error::field(
+            &path,
+            format!("row {}", w + 1),
+            "chunk_id",
+            "rows are not sorted by unique chunk id",
+        ));
+    }
+    let doc_ids = cols.opt_strings("doc_id")?;
+    let titles = cols.strings("title")?;
+    let texts = cols.strings("text")?;
+    let headers = cols.opt_strings("context_header")?;
+    let tokens = cols.u32s("token_count")?;
+    let embeddings = cols.vectors("embedding", dim)?;
+    let content_embeddings = if cols.has("embedding_content") {
+        Some(cols.vectors("embedding_content", dim)?)
+    } else {
+        None
+    };
+    let doc_set: BTreeSet<&str> = doc_ids.iter().flatten().map(String::as_str).collect();
+    let docs: Vec<String> = doc_set.iter().map(|s| s.to_string()).collect();
+    let doc_index: HashMap<&str, u32> = docs
+        .iter()
+        .enumerate()
+        .map(|(i, d)| (d.as_str(), i as u32))
+        .collect();
+    let chunks: Vec<Chunk> = (0..ids.len())
+        .map(|i| Chunk {
+            id: ids[i].clone(),
+            doc: doc_ids[i].as_deref().map(|d| doc_index[d]),
+            title: titles[i].clone(),
+            text: texts[i].clone(),
+            header: headers[i].clone(),
+            tokens: tokens[i],
+        })
+        .collect();
+    let index: HashMap<&str, u32> = ids
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s.as_str(), i as u32))
+        .collect();
+
+    let path = dir.join("queries.parquet");
+    let batch = pq::read(&path)?;
+    let cols = Columns {
+        path: &path,
+        batch: &batch,
+    };
+    let qids = cols.strings("query_id")?;
+    let qtexts = cols.strings("text")?;
+    let query_embeddings = cols.vectors("embedding", dim)?;
+    let gold_ids = cols.string_lists("gold_chunk_ids")?;
+    let chains = cols.opt_strings("chain_json")?;
+    let decomps = cols.opt_strings("decomposition_json")?;
+    let convs = cols.opt_strings("conversation_json")?;
+    let labels = cols.strings("labels_json")?;
+    let resolve = |row: usize, field: &str, id: &str| {
+        index
+            .get(id)
+            .copied()
+            .ok_or_else(|| Error::GoldNotInCorpus {
+                path: path.clone(),
+                record: qids[row].clone(),
+                field: field.into(),
+                gold: id.into(),
+            })
+    };
+    let parse = |row: usize, field: &str, text: &str| -> Result<serde_json::Value> {
+        serde_json::from_str(text)
+            .map_err(|e| Error::field(&path, &qids[row], field, e.to_string()))
+    };
+    let mut queries = Vec::with_capacity(qids.len());
+    for row in 0..qids.len() {
+        let gold = gold_ids[row]
+            .as_ref()
+            .ok_or_else(|| Error::field(&path, &qids[row], "gold_chunk_ids", "is null"))?
+            .iter()
+            .map(|g| resolve(row, "gold_chunk_ids", g))
+            .collect::<Result<Vec<_>>>()?;
+        let chain = match &chains[row] {
+            None => None,
+            Some(text) => {
+                let slots: Vec<Vec<String>> =
+                    serde_json::from_value(parse(row, "chain_json", text)?).map_err(|e| {
+                        Error::field(&path, &qids[row], "chain_json", e.to_string())
+                    })?;
+                Some(
+                    slots
+                        .iter()
+                        .map(|s| {
+                            s.iter()
+                                .map(|g| resolve(row, "chain_json", g))
+                                .collect::<Result<Vec<_>>>()
+                        })
+                        .collect::<Result<Vec<_>>>()?,
+                )
+            }
+        };
+        let decomposition = match &decomps[row] {
+            None => None,
+            Some(t) => Some(
+                serde_json::from_value(parse(row, "decomposition_json", t)?).map_err(|e| {
+                    Error::field(&path, &qids[row], "decomposition_json", e.to_string())
+                })?,
+            ),
+        };
+        let conversation = match &convs[row] {
+            None => None,
+            Some(t) => Some(
+                serde_json::from_value(parse(row, "conversation_json", t)?).map_err(|e| {
+                    Error::field(&path, &qids[row], "conversation_json", e.to_string())
+                })?,
+            ),
+        };
+        let labels = serde_json::from_value(parse(row, "labels_json", &labels[row])?)
+            .map_err(|e| Error::field(&path, &qids[row], "labels_json", e.to_string()))?;
+        queries.push(QueryRecord {
+            id: qids[row].clone(),
+            text: qtexts[row].clone(),
+            gold,
+            chain,
+            decomposition,
+            conversation,
+            labels,
+        });
+    }
+
+    let path = dir.join("bm25-stats.json");
+    let text = fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
+    let stats: Bm25Stats =
+        serde_json::from_str(&text).map_err(|e| Error::malformed(&path, "BM25 stats JSON", e))?;
+    if stats.tokenizer != Tokenizer::english().name() {
+        return Err(Error::field(
+            &path,
+            "stats",
+            "tokenizer",
+            format!(
+                "`{}` is not the tokenizer this build has ({})",
+                stats.tokenizer,
+                Tokenizer::english().name()
+            ),
+        ));
+    }
+    if stats.doc_len.len() != chunks.len() {
+        return Err(Error::field(
+            &path,
+            "stats",
+            "doc_len",
+            format!(
+                "has {} entries for {} chunks",
+                stats.doc_len.len(),
+                chunks.len()
+            ),
+        ));
+    }
+    let path = dir.join("bm25-postings.parquet");
+    let batch = pq::read(&path)?;
+    let cols = Columns {
+        path: &path,
+        batch: &batch,
+    };
+    let terms = cols.strings("term")?;
+    let runs_c = cols.u32_lists("chunks")?;
+    let runs_t = cols.u32_lists("tfs")?;
+    let mut parts = Bm25Parts {
+        params: stats.params,
+        doc_len: stats.doc_len,
+        terms,
+        offsets: vec![0],
+        post_chunk: Vec::new(),
+        post_tf: Vec::new(),
+    };
+    for (row, (c, t)) in runs_c.into_iter().zip(runs_t).enumerate() {
+        if c.len() != t.len() {
+            return Err(Error::field(
+                &path,
+                format!("row {row}"),
+                "tfs",
+                "length differs from `chunks`",
+            ));
+        }
+        parts.post_chunk.extend(c);
+        parts.post_tf.extend(t);
+        parts.offsets.push(parts.post_chunk.len() as u32);
+    }
+    let bm25 =
+        Bm25Index::from_parts(parts).map_err(|m| Error::field(&path, "postings", "chunks", m))?;
+
+    Ok(Export {
+        dir: dir.to_path_buf(),
+        manifest,
+        chunks,
+        docs,
+        dim,
+        embeddings,
+        content_embeddings,
+        queries,
+        query_embeddings,
+        bm25,
+    })
+}

@@ -1,0 +1,279 @@
+//! BEIR (Thakur et al., 2021), the generic retrieval layout: `corpus.jsonl`, `queries.jsonl`
+//! and `qrels/<split>.tsv`.
+//!
+//! * `corpus.jsonl`: one `{_id, title, text, metadata?}` per line; `title` may be absent (`""`).
+//!   Passage id = document = `_id` (BEIR has no passage/document split). A repeated `_id` is a
+//!   [`DuplicatePassage`](crate::Error::DuplicatePassage) error.
+//! * `queries.jsonl`: one `{_id, text, metadata?}` per line; a repeated `_id` is a field error.
+//! * `qrels/<split>.tsv`: header `query-id corpus-id score`, then one judgement per line.
+//!
+//! Ids may be strings or integers (kept as their decimal text). Questions = the queries with at
+//! least one qrel of score > 0 in the split, in `queries.jsonl` order; gold = those corpus ids,
+//! first-seen order. A qrel naming an unknown query is a field error; a relevant corpus id with
+//! no passage is [`GoldNotInCorpus`](crate::Error::GoldNotInCorpus). No chain, no labels.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use super::common::{push_unique, read_qrels, read_records, CorpusBuilder, Ctx, SeenIds};
+use crate::error::{Error, Result};
+use crate::model::{Passage, Question, RawDataset};
+
+/// Read a BEIR dataset from its three files.
+pub fn read(corpus: &Path, queries: &Path, qrels: &Path) -> Result<RawDataset> {
+    let mut builder = CorpusBuilder::default();
+    for record in read_records(corpus)? {
+        let mut ctx = Ctx::new(corpus, record.loc);
+        let id = ctx.root(&record.value).get("_id")?.id()?;
+        ctx.set_id(&id);
+        let root = ctx.root(&record.value);
+        let title = match root.opt("title")? {
+            Some(t) => t.string()?,
+            None => String::new(),
+        };
+        let text = root.get("text")?.string()?;
+        builder.push(
+            corpus,
+            Passage {
+                doc: Some(id.clone()),
+                id,
+                title,
+                text,
+                header: None,
+            },
+        )?;
+    }
+    let mut all: Vec<Question> = Vec::new();
+    let mut seen = SeenIds::default();
+    for record in read_records(queries)? {
+        let mut ctx = Ctx::new(queries, record.loc);
+        let id = ctx.root(&record.value).get("_id")?.id()?;
+        ctx.set_id(&id);
+        seen.check(&ctx, "_id", &id)?;
+        let text = ctx.root(&record.value).get("text")?.string()?;
+        all.push(Question::new(id, text, Vec::new()));
+    }
+    let by_id: HashMap<String, usize> = all
+        .iter()
+        .enumerate()
+        .map(|(i, q)| (q.id.clone(), i))
+        .collect();
+    for qrel in read_qrels(qrels)? {
+        let q = *by_id.get(&qrel.query).ok_or_else(|| {
+            Error::field(
+                qrels,
+                format!("line {}", qrel.line),
+                "query-id",
+                format!("no query {:?} in {}", qrel.query, queries.display()),
+            )
+        })?;
+        if qrel.score <= 0.0 {
+            continue;
+        }
+        if !builder.contains(&qrel.corpus) {
+            return Err(Error::GoldNotInCorpus {
+                path: qrels.to_path_buf(),
+                record: format!("line {} (query {:?})", qrel.line, qrel.query),
+                field: "corpus-id".to_string(),
+                gold: format!("{:?}", qrel.corpus),
+            });
+        }
+        push_unique(&mut all[q].gold, qrel.corpus);
+    }
+    let questions = all.into_iter().filter(|q| !q.gold.is_empty()).collect();
+    Ok(RawDataset {
+        passages: builder.finish(),
+        questions,
+    })
+}
+
+/// Read the BEIR folder layout: `dir/corpus.jsonl`, `dir/queries.jsonl`, `dir/qrels/<split>.tsv`.
+pub fn read_dir(dir: &Path, split: &str) -> Result<RawDataset> {
+    read(
+        &dir.join("corpus.jsonl"),
+        &dir.join("queries.jsonl"),
+        &dir.join("qrels").join(format!("{split}.tsv")),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+        let p = dir.join(name);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    const CORPUS: &str = r#"{"_id": "d1", "title": "One", "text": "first"}
+{"_id": "d2", "title": "", "text": "second", "metadata": {}}
+{"_id": 3, "text": "third"}
+"#;
+    const QUERIES: &str = r#"{"_id": "q1", "text": "what is first?"}
+{"_id": "q2", "text": "unjudged"}
+{"_id": "q3", "text": "what is third?", "metadata": {"x": 1}}
+"#;
+    const QRELS: &str =
+        "query-id\tcorpus-id\tscore\nq3\t3\t2\nq1\td1\t1\nq1\td2\t0\nq3\td1\t1\nq3\t3\t1\n";
+
+    fn fixture(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
+        (
+            write(dir, "corpus.jsonl", CORPUS),
+            write(dir, "queries.jsonl", QUERIES),
+            write(dir, "qrels/test.tsv", QRELS),
+        )
+    }
+
+    #[test]
+    fn reads_a_split() {
+        let dir = tempfile::tempdir().unwrap();
+        let (c, q, r) = fixture(dir.path());
+        let d = read(&c, &q, &r).unwrap();
+        let ids: Vec<_> = d.passages.iter().map(|p| p.id.as_str()).collect();
+        assert_eq!(ids, ["d1", "d2", "3"]);
+        assert_eq!(d.passages[0].doc.as_deref(), Some("d1"));
+        assert_eq!(d.passages[0].title, "One");
+        assert_eq!(d.passages[2].title, "");
+        let qs: Vec<_> = d
+            .questions
+            .iter()
+            .map(|q| (q.id.as_str(), q.gold.clone()))
+            .collect();
+        assert_eq!(
+            qs,
+            [
+                ("q1", vec!["d1".to_string()]),
+                ("q3", vec!["3".to_string(), "d1".to_string()])
+            ]
+        );
+        assert_eq!(d.questions[0].text, "what is first?");
+        assert!(d
+            .questions
+            .iter()
+            .all(|q| q.chain.is_none() && q.labels.is_empty()));
+        assert_eq!(read_dir(dir.path(), "test").unwrap(), d);
+        assert!(matches!(read_dir(dir.path(), "dev"), Err(Error::Io { .. })));
+    }
+
+    #[test]
+    fn malformed_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let (c, q, r) = fixture(dir.path());
+        let bad = write(
+            dir.path(),
+            "bad.jsonl",
+            "{\"_id\": \"d1\", \"text\": \"x\"}\n{\"_id\": \n",
+        );
+        let e = read(&bad, &q, &r).unwrap_err();
+        assert!(
+            matches!(&e, Error::Malformed { what, path, .. } if what == "JSONL line 2" && path == &bad),
+            "{e}"
+        );
+        let bad = write(
+            dir.path(),
+            "bad.tsv",
+            "query-id\tcorpus-id\tscore\nq1\td1\tlots\n",
+        );
+        let e = read(&c, &q, &bad).unwrap_err();
+        assert!(
+            matches!(&e, Error::Malformed { what, .. } if what == "TSV line 2"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn missing_and_mistyped_fields() {
+        let dir = tempfile::tempdir().unwrap();
+        let (c, q, r) = fixture(dir.path());
+        let bad = write(
+            dir.path(),
+            "c.jsonl",
+            "{\"_id\": \"d1\", \"text\": \"x\"}\n{\"_id\": \"d2\", \"title\": \"t\"}\n",
+        );
+        let e = read(&bad, &q, &r).unwrap_err();
+        match &e {
+            Error::Field {
+                path,
+                record,
+                field,
+                ..
+            } => {
+                assert_eq!(path, &bad);
+                assert_eq!(record, "1 (line 2, id \"d2\")");
+                assert_eq!(field, "text");
+            }
+            _ => panic!("{e}"),
+        }
+        let bad = write(dir.path(), "q.jsonl", "{\"_id\": [1], \"text\": \"x\"}\n");
+        let e = read(&c, &bad, &r).unwrap_err();
+        assert!(
+            matches!(&e, Error::Field { field, record, .. } if field == "_id" && record == "0 (line 1)"),
+            "{e}"
+        );
+        let bad = write(
+            dir.path(),
+            "q2.jsonl",
+            "{\"_id\": \"q1\", \"text\": \"x\"}\n{\"_id\": \"q1\", \"text\": \"y\"}\n",
+        );
+        let e = read(&c, &bad, &r).unwrap_err();
+        assert!(
+            matches!(&e, Error::Field { field, .. } if field == "_id"),
+            "{e}"
+        );
+        let bad = write(
+            dir.path(),
+            "r.tsv",
+            "query-id\tcorpus-id\tscore\nq9\td1\t1\n",
+        );
+        let e = read(&c, &q, &bad).unwrap_err();
+        assert!(
+            matches!(&e, Error::Field { field, record, .. } if field == "query-id" && record == "line 2"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn duplicate_passage() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_, q, r) = fixture(dir.path());
+        let bad = write(
+            dir.path(),
+            "c.jsonl",
+            &format!("{CORPUS}{{\"_id\": \"d2\", \"text\": \"again\"}}\n"),
+        );
+        let e = read(&bad, &q, &r).unwrap_err();
+        assert!(
+            matches!(&e, Error::DuplicatePassage { id, path } if id == "d2" && path == &bad),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn gold_not_in_corpus() {
+        let dir = tempfile::tempdir().unwrap();
+        let (c, q, _) = fixture(dir.path());
+        let r = write(
+            dir.path(),
+            "r.tsv",
+            "query-id\tcorpus-id\tscore\nq1\td1\t1\nq1\td9\t1\nq1\td8\t0\n",
+        );
+        let e = read(&c, &q, &r).unwrap_err();
+        match &e {
+            Error::GoldNotInCorpus {
+                path,
+                record,
+                field,
+                gold,
+            } => {
+                assert_eq!(path, &r);
+                assert_eq!(record, "line 3 (query \"q1\")");
+                assert_eq!(field, "corpus-id");
+                assert_eq!(gold, "\"d9\"");
+            }
+            _ => panic!("{e}"),
+        }
+    }
+}

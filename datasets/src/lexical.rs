@@ -1,0 +1,451 @@
+//! BM25 over the corpus: the tokenizer, the term-major CSR postings, and one-pass query scoring.
+//!
+//! The tokenizer reproduces the common "Lucene English" pipeline that bm25s also uses, so the two
+//! can be compared term for term: lowercase, Unicode word runs of two or more characters (the
+//! regex `\w\w+`), the 33-word Lucene English stop set, then the Snowball English stemmer.
+//! Scoring is the Lucene BM25 variant: `idf = ln(1 + (N - df + 0.5) / (df + 0.5))` and
+//! `tf / (tf + k1 (1 - b + b dl / avgdl))`; `dl` counts tokens after stopword removal.
+//!
+//! Postings are term-major (CSR): the terms are sorted, and each term owns one contiguous run of
+//! `(chunk, tf)` pairs in ascending chunk order. A query is one sparse pass: for each query token,
+//! add its precomputed impact to an accumulator. Summation order is fixed (query-token order,
+//! then chunk order), so scores are the same bits on every run and at every thread count.
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
+
+use rust_stemmers::{Algorithm, Stemmer};
+use serde::{Deserialize, Serialize};
+
+/// The Lucene English stop set (as in Lucene's `EnglishAnalyzer` and bm25s' `"en"` list).
+pub const STOPWORDS_EN: [&str; 33] = [
+    "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it",
+    "no", "not", "of", "on", "or", "such", "that", "the", "their", "then", "there", "these",
+    "they", "this", "to", "was", "will", "with",
+];
+
+/// BM25 parameters. Defaults are the seed's operating point (k1 = 0.9, b = 0.4).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Bm25Params {
+    /// Term-frequency saturation.
+    pub k1: f32,
+    /// Length normalisation.
+    pub b: f32,
+}
+
+impl Default for Bm25Params {
+    fn default() -> Self {
+        Bm25Params { k1: 0.9, b: 0.4 }
+    }
+}
+
+/// Lowercase, word runs of >= 2 chars, stopwords out, Snowball English stems.
+pub struct Tokenizer {
+    stemmer: Stemmer,
+}
+
+impl std::fmt::Debug for Tokenizer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Tokenizer(lucene-english: lowercase, \\w\\w+, 33 stopwords, snowball english)")
+    }
+}
+
+impl Default for Tokenizer {
+    fn default() -> Self {
+        Tokenizer::english()
+    }
+}
+
+impl Tokenizer {
+    /// The English tokenizer described in the module docs.
+    pub fn english() -> Self {
+        Tokenizer {
+            stemmer: Stemmer::create(Algorithm::English),
+        }
+    }
+
+    /// A stable name for the tokenizer, recorded in the export's BM25 statistics.
+    pub fn name(&self) -> &'static str {
+        "lucene-english-v1"
+    }
+
+    /// Calls `emit` with each token of `text`, in order.
+    pub fn for_each_token(&self, text: &str, mut emit: impl FnMut(&str)) {
+        let lower = text.to_lowercase();
+        let mut start: Option<usize> = None;
+        let mut chars = 0usize;
+        let flush = |s: usize, e: usize, n: usize, emit: &mut dyn FnMut(&str)| {
+            if n < 2 {
+                return;
+            }
+            let word = &lower[s..e];
+            if STOPWORDS_EN.contains(&word) {
+                return;
+            }
+            emit(&self.stemmer.stem(word));
+        };
+        for (i, c) in lower.char_indices() {
+            if c.is_alphanumeric() || c == '_' {
+                if start.is_none() {
+                    start = Some(i);
+                    chars = 0;
+                }
+                chars += 1;
+            } else if let Some(s) = start.take() {
+                flush(s, i, chars, &mut emit);
+            }
+        }
+        if let Some(s) = start {
+            flush(s, lower.len(), chars, &mut emit);
+        }
+    }
+
+    /// The tokens of `text`, in order (duplicates kept).
+    pub fn tokens(&self, text: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        self.for_each_token(text, |t| out.push(t.to_string()));
+        out
+    }
+}
+
+/// The BM25 index of one corpus: term dictionary, CSR postings and precomputed impacts.
+#[derive(Debug, Clone)]
+pub struct Bm25Index {
+    params: Bm25Params,
+    doc_len: Vec<u32>,
+    avgdl: f64,
+    terms: Vec<String>,
+    term_ids: HashMap<String, u32>,
+    offsets: Vec<u32>,
+    post_chunk: Vec<u32>,
+    post_tf: Vec<u32>,
+    impact: Vec<f32>,
+}
+
+/// The persisted form of a [`Bm25Index`]: what the export writes (`bm25-stats.json` holds all
+/// but the postings, `bm25-postings.parquet` the postings).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Bm25Parts {
+    /// BM25 parameters the index was built for.
+    pub params: Bm25Params,
+    /// Token count of each chunk (after stopword removal), by chunk index.
+    pub doc_len: Vec<u32>,
+    /// Sorted term dictionary.
+    pub terms: Vec<String>,
+    /// `offsets[t]..offsets[t+1]` is term `t`'s run in the postings (len = terms + 1).
+    pub offsets: Vec<u32>,
+    /// Chunk index of each posting, ascending within a term.
+    pub post_chunk: Vec<u32>,
+    /// Term frequency of each posting.
+    pub post_tf: Vec<u32>,
+}
+
+impl Bm25Index {
+    /// Builds the index over `texts` (chunk index = position).
+    pub fn build<'a>(
+        texts: impl IntoIterator<Item = &'a str>,
+        tokenizer: &Tokenizer,
+        params: Bm25Params,
+    ) -> Bm25Index {
+        let mut per_term: BTreeMap<String, Vec<(u32, u32)>> = BTreeMap::new();
+        let mut doc_len = Vec::new();
+        for (chunk, text) in texts.into_iter().enumerate() {
+            let mut tf: BTreeMap<String, u32> = BTreeMap::new();
+            let mut len = 0u32;
+            tokenizer.for_each_token(text, |t| {
+                len += 1;
+                *tf.entry(t.to_string()).or_default() += 1;
+            });
+            doc_len.push(len);
+            for (term, n) in tf {
+                per_term.entry(term).or_default().push((chunk as u32, n));
+            }
+        }
+        let mut parts = Bm25Parts {
+            params,
+            doc_len,
+            terms: Vec::with_capacity(per_term.len()),
+            offsets: vec![0],
+            post_chunk: Vec::new(),
+            post_tf: Vec::new(),
+        };
+        for (term, postings) in per_term {
+            parts.terms.push(term);
+            for (c, n) in postings {
+                parts.post_chunk.push(c);
+                parts.post_tf.push(n);
+            }
+            parts.offsets.push(parts.post_chunk.len() as u32);
+        }
+        Bm25Index::from_parts(parts).expect("a freshly built index is consistent")
+    }
+
+    /// Rebuilds the index from its persisted parts, checking that they are consistent.
+    pub fn from_parts(p: Bm25Parts) -> Result<Bm25Index, String> {
+        if p.offsets.len() != p.terms.len() + 1 {
+            return Err(format!(
+                "offsets has {} entries for {} terms (expected terms + 1)",
+                p.offsets.len(),
+                p.terms.len()
+            ));
+        }
+        if p.post_chunk.len() != p.post_tf.len()
+            || *p.offsets.last().unwrap_or(&0) as usize != p.post_chunk.len()
+        {
+            return Err("postings arrays disagree with the offsets".into());
+        }
+        if p.offsets.windows(2).any(|w| w[0] > w[1]) {
+            return Err("offsets are not ascending".into());
+        }
+        if p.terms.windows(2).any(|w| w[0] >= w[1]) {
+            return Err("terms are not sorted and unique".into());
+        }
+        let n = p.doc_len.len();
+        if let Some(bad) = p.post_chunk.iter().find(|&&c| c as usize >= n) {
+            return Err(format!(
+                "posting names chunk {bad} but the corpus has {n} chunks"
+            ));
+        }
+        let total: u64 = p.doc_len.iter().map(|&l| l as u64).sum();
+        let avgdl = if n == 0 { 0.0 } else { total as f64 / n as f64 };
+        let (k1, b) = (p.params.k1 as f64, p.params.b as f64);
+        let mut impact = Vec::with_capacity(p.post_chunk.len());
+        for t in 0..p.terms.len() {
+            let (s, e) = (p.offsets[t] as usize, p.offsets[t + 1] as usize);
+            let df = (e - s) as f64;
+            let idf = (1.0 + (n as f64 - df + 0.5) / (df + 0.5)).ln();
+            for i in s..e {
+                let tf = p.post_tf[i] as f64;
+                let dl = p.doc_len[p.post_chunk[i] as usize] as f64;
+                let norm = if avgdl > 0.0 {
+                    1.0 - b + b * dl / avgdl
+                } else {
+                    1.0
+                };
+                impact.push((idf * tf / (tf + k1 * norm)) as f32);
+            }
+        }
+        let term_ids = p
+            .terms
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.clone(), i as u32))
+            .collect();
+        Ok(Bm25Index {
+            params: p.params,
+            doc_len: p.doc_len,
+            avgdl,
+            terms: p.terms,
+            term_ids,
+            offsets: p.offsets,
+            post_chunk: p.post_chunk,
+            post_tf: p.post_tf,
+            impact,
+        })
+    }
+
+    /// The persisted parts (inverse of [`Bm25Index::from_parts`]).
+    pub fn to_parts(&self) -> Bm25Parts {
+        Bm25Parts {
+            params: self.params,
+            doc_len: self.doc_len.clone(),
+            terms: self.terms.clone(),
+            offsets: self.offsets.clone(),
+            post_chunk: self.post_chunk.clone(),
+            post_tf: self.post_tf.clone(),
+        }
+    }
+
+    /// Number of chunks indexed.
+    pub fn num_chunks(&self) -> usize {
+        self.doc_len.len()
+    }
+
+    /// Number of distinct terms.
+    pub fn num_terms(&self) -> usize {
+        self.terms.len()
+    }
+
+    /// Number of postings.
+    pub fn num_postings(&self) -> usize {
+        self.post_chunk.len()
+    }
+
+    /// Average chunk length in tokens.
+    pub fn avgdl(&self) -> f64 {
+        self.avgdl
+    }
+
+    /// The parameters the impacts were computed with.
+    pub fn params(&self) -> Bm25Params {
+        self.params
+    }
+
+    /// Term ids of the query's tokens (unknown tokens dropped, repeats kept: a repeated query
+    /// term counts twice, as in Lucene's and bm25s' sums).
+    pub fn query_terms(&self, tokenizer: &Tokenizer, query: &str) -> Vec<u32> {
+        let mut ids = Vec::new();
+        tokenizer.for_each_token(query, |t| {
+            if let Some(&id) = self.term_ids.get(t) {
+                ids.push(id);
+            }
+        });
+        ids
+    }
+
+    /// The top `k` chunks for `query` by BM25, as `(chunk, score)` with score > 0, ordered by
+    /// descending score then ascending chunk index.
+    pub fn search(&self, tokenizer: &Tokenizer, query: &str, k: usize) -> Vec<(u32, f32)> {
+        let terms = self.query_terms(tokenizer, query);
+        self.search_terms(&terms, k)
+    }
+
+    /// [`Bm25Index::search`] over already-resolved term ids.
+    pub fn search_terms(&self, terms: &[u32], k: usize) -> Vec<(u32, f32)> {
+        thread_local! {
+            static SCRATCH: RefCell<(Vec<f32>, Vec<u32>)> = const { RefCell::new((Vec::new(), Vec::new())) };
+        }
+        SCRATCH.with(|cell| {
+            let (acc, touched) = &mut *cell.borrow_mut();
+            if acc.len() != self.doc_len.len() {
+                acc.clear();
+                acc.resize(self.doc_len.len(), 0.0);
+            }
+            touched.clear();
+            for &t in terms {
+                let (s, e) = (
+                    self.offsets[t as usize] as usize,
+                    self.offsets[t as usize + 1] as usize,
+                );
+                for i in s..e {
+                    let c = self.post_chunk[i];
+                    let slot = &mut acc[c as usize];
+                    if *slot == 0.0 {
+                        touched.push(c);
+                    }
+                    *slot += self.impact[i];
+                }
+            }
+            let mut hits: Vec<(u32, f32)> = touched
+                .iter()
+                .map(|&c| (c, acc[c as usize]))
+                .filter(|&(_, s)| s > 0.0)
+                .collect();
+            for &c in touched.iter() {
+                acc[c as usize] = 0.0;
+            }
+            top_k(&mut hits, k);
+            hits
+        })
+    }
+}
+
+/// Keeps the best `k` of `hits` ordered by descending score, ties on ascending chunk index.
+pub fn top_k(hits: &mut Vec<(u32, f32)>, k: usize) {
+    let cmp = |a: &(u32, f32), b: &(u32, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
+    if hits.len() > k {
+        if k == 0 {
+            hits.clear();
+            return;
+        }
+        hits.select_nth_unstable_by(k - 1, cmp);
+        hits.truncate(k);
+    }
+    hits.sort_unstable_by(cmp);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokenizer_lowercases_drops_stopwords_short_words_and_stems() {
+        let t = Tokenizer::english();
+        assert_eq!(
+            t.tokens("The Running dogs, a cat & I were RUNNING in Paris!"),
+            vec!["run", "dog", "cat", "were", "run", "pari"]
+        );
+        assert_eq!(
+            t.tokens("x_y Café-au-lait 42"),
+            vec!["x_i", "café", "au", "lait", "42"]
+        );
+        assert!(t.tokens("").is_empty());
+    }
+
+    fn tiny() -> (Tokenizer, Bm25Index) {
+        let t = Tokenizer::english();
+        let docs = [
+            "apple banana",
+            "apple apple cherry",
+            "banana cherry date",
+            "elderberry",
+        ];
+        let idx = Bm25Index::build(docs, &t, Bm25Params::default());
+        (t, idx)
+    }
+
+    #[test]
+    fn scores_match_hand_computation() {
+        let (t, idx) = tiny();
+        // N = 4, doc lengths 2, 3, 3, 1 -> avgdl 9/4. "apple": df 2, idf = ln(1 + 2.5/2.5) = ln 2.
+        let idf = (2.0f64).ln();
+        let (k1, b, avgdl) = (0.9f64, 0.4f64, 2.25f64);
+        let s0 = idf * 1.0 / (1.0 + k1 * (1.0 - b + b * 2.0 / avgdl));
+        let s1 = idf * 2.0 / (2.0 + k1 * (1.0 - b + b * 3.0 / avgdl));
+        let hits = idx.search(&t, "apple", 10);
+        assert_eq!(hits.len(), 2);
+        assert_eq!(hits[0].0, 1);
+        assert!((hits[0].1 as f64 - s1).abs() < 1e-6);
+        assert!((hits[1].1 as f64 - s0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn ties_break_on_ascending_chunk_and_k_truncates() {
+        let t = Tokenizer::english();
+        let idx = Bm25Index::build(
+            ["zeta one", "zeta two", "zeta six", "other"],
+            &t,
+            Bm25Params::default(),
+        );
+        let hits = idx.search(&t, "zeta", 2);
+        assert_eq!(hits.iter().map(|h| h.0).collect::<Vec<_>>(), vec![0, 1]);
+        assert_eq!(hits[0].1, hits[1].1);
+        assert!(idx.search(&t, "unknownword", 5).is_empty());
+        assert!(idx.search(&t, "zeta", 0).is_empty());
+    }
+
+    #[test]
+    fn repeated_query_terms_count_twice_and_scratch_is_reset() {
+        let (t, idx) = tiny();
+        let once = idx.search(&t, "cherry", 10);
+        let twice = idx.search(&t, "cherry cherry", 10);
+        assert_eq!(once.len(), twice.len());
+        for (a, b) in once.iter().zip(&twice) {
+            assert_eq!(a.0, b.0);
+            assert!((2.0 * a.1 - b.1).abs() < 1e-6);
+        }
+        // a second identical query gives identical bits (the accumulator was cleared)
+        assert_eq!(idx.search(&t, "cherry", 10), once);
+    }
+
+    #[test]
+    fn parts_round_trip_and_corrupt_parts_are_rejected() {
+        let (t, idx) = tiny();
+        let parts = idx.to_parts();
+        let back = Bm25Index::from_parts(parts.clone()).unwrap();
+        assert_eq!(
+            back.search(&t, "banana cherry", 10),
+            idx.search(&t, "banana cherry", 10)
+        );
+        let mut bad = parts.clone();
+        bad.offsets.pop();
+        assert!(Bm25Index::from_parts(bad).is_err());
+        let mut bad = parts.clone();
+        bad.post_chunk[0] = 99;
+        assert!(Bm25Index::from_parts(bad).unwrap_err().contains("chunk 99"));
+        let mut bad = parts;
+        bad.terms.swap(0, 1);
+        assert!(Bm25Index::from_parts(bad).is_err());
+    }
+}

@@ -1,0 +1,23 @@
+//! Raw multi-hop QA datasets in, an inert and hashed export out.
+//!
+//! This crate is the first arrow of hopbench's pipeline: `raw dataset -> export`. A reader per raw
+//! format ([`formats`]) turns downloaded files into a [`RawDataset`]; [`synthetic`] generates the
+//! embedded default world; [`embed`] runs a real sentence-embedding model on CPU; [`lexical`]
+//! builds BM25 postings; [`export`] writes and reads the export directory whose manifest hashes
+//! every file, so that everything downstream can be keyed on content, not on paths or dates.
+//!
+//! Nothing here knows about legs or metrics.
+#![deny(missing_docs)]
+
+pub mod embed;
+pub mod error;
+pub mod export;
+pub mod formats;
+pub mod lexical;
+pub mod model;
+pub mod parquet_io;
+pub mod synthetic;
+pub mod tokens;
+
+pub use error::{Error, Result};
+pub use model::{Passage, Question, RawDataset, SubQuestion, Turn};

@@ -1,0 +1,87 @@
+//! The in-memory shape every raw format is read into, before anything is embedded or indexed.
+//!
+//! A reader's whole job is `raw files -> RawDataset`; everything after (chunking, embedding, BM25,
+//! the export) is format-agnostic. Ids are the dataset's own record ids (strings); the export sorts
+//! chunks by them so the dense `u32` chunk index orders exactly like the record ids.
+
+use std::collections::BTreeMap;
+
+/// One retrievable unit of text (a paragraph or a chunk of one).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Passage {
+    /// Record id, unique within the dataset (e.g. the title, or a zero-padded list index).
+    pub id: String,
+    /// Source document; `None` when the format gives none (doc metrics then drop this passage).
+    pub doc: Option<String>,
+    /// Title as published ("" when the format has none).
+    pub title: String,
+    /// The passage body.
+    pub text: String,
+    /// A context header (breadcrumb) prepended for embedding; `None` where the dataset has none,
+    /// which makes `dense_content_only` report `missing-inputs`.
+    pub header: Option<String>,
+}
+
+/// One speaker turn of a conversation (the conversation so far, ending with the current user turn).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Turn {
+    /// `user` or `agent`.
+    pub speaker: String,
+    /// What was said.
+    pub text: String,
+}
+
+/// One hop of a published decomposition (MuSiQue `question_decomposition`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SubQuestion {
+    /// The sub-question, with `#k` references to earlier answers left as published.
+    pub question: String,
+    /// The published answer of this hop.
+    pub answer: String,
+    /// Passage ids that support this hop.
+    pub gold: Vec<String>,
+}
+
+/// One evaluation query.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Question {
+    /// Query id, unique within the dataset.
+    pub id: String,
+    /// The query text as it is retrieved with.
+    pub text: String,
+    /// Gold passage ids (a set: order is irrelevant, duplicates are removed by the export).
+    pub gold: Vec<String>,
+    /// The hop chain: one slot per hop, each the set of passage ids that satisfy that hop.
+    /// `None` where the dataset publishes no chain (chain metrics are then `None`, never 0).
+    pub chain: Option<Vec<Vec<String>>>,
+    /// Published decomposition, where the dataset has one.
+    pub decomposition: Option<Vec<SubQuestion>>,
+    /// Conversation so far (conversational datasets only).
+    pub conversation: Option<Vec<Turn>>,
+    /// Free-form labels from the dataset (type, level, Multi-Turn label, ...), kept for breakdowns.
+    pub labels: BTreeMap<String, String>,
+}
+
+impl Question {
+    /// A plain question with gold and nothing else; readers fill the rest.
+    pub fn new(id: impl Into<String>, text: impl Into<String>, gold: Vec<String>) -> Self {
+        Question {
+            id: id.into(),
+            text: text.into(),
+            gold,
+            chain: None,
+            decomposition: None,
+            conversation: None,
+            labels: BTreeMap::new(),
+        }
+    }
+}
+
+/// What a reader returns: the corpus and the questions over it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RawDataset {
+    /// The corpus, in the reader's order (the export re-sorts by id).
+    pub passages: Vec<Passage>,
+    /// The questions, in the dataset's order (kept: results are reported in this order).
+    pub questions: Vec<Question>,
+}

@@ -1,0 +1,282 @@
+//! Small helpers around arrow-rs/parquet, shared by the export and the harness's per-query
+//! records, so the export's readers and writers stay short, and so
+//! every column error names the file and the column.
+
+use std::fs::File;
+use std::path::Path;
+use std::sync::Arc;
+
+use arrow_array::builder::{ListBuilder, StringBuilder, UInt32Builder};
+use arrow_array::{
+    Array, ArrayRef, FixedSizeListArray, Float32Array, Float64Array, ListArray, RecordBatch,
+    RecordBatchReader, StringArray, UInt32Array,
+};
+use arrow_schema::{DataType, Field, Schema};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::ArrowWriter;
+use parquet::file::properties::WriterProperties;
+
+use crate::error::{Error, Result};
+
+/// Writes `columns` as one parquet file. Every top-level field is declared nullable so the schema
+/// does not depend on the data; readers enforce non-null where a column requires it. Uncompressed:
+/// the files are small and their hashes must not depend on a codec's version.
+pub fn write(path: &Path, columns: Vec<(&str, ArrayRef)>) -> Result<()> {
+    let fields: Vec<Field> = columns
+        .iter()
+        .map(|(name, a)| Field::new(*name, a.data_type().clone(), true))
+        .collect();
+    let schema = Arc::new(Schema::new(fields));
+    let batch = RecordBatch::try_new(
+        schema.clone(),
+        columns.into_iter().map(|(_, a)| a).collect(),
+    )
+    .map_err(|e| Error::malformed(path, "record batch", e))?;
+    let file = File::create(path).map_err(|e| Error::io(path, e))?;
+    let props = WriterProperties::builder()
+        .set_created_by("hopbench".into())
+        .build();
+    let mut w = ArrowWriter::try_new(file, schema, Some(props))
+        .map_err(|e| Error::malformed(path, "parquet writer", e))?;
+    w.write(&batch)
+        .map_err(|e| Error::malformed(path, "parquet write", e))?;
+    w.close()
+        .map_err(|e| Error::malformed(path, "parquet close", e))?;
+    Ok(())
+}
+
+/// Reads a whole parquet file into one batch (our files are small: one row group per column).
+pub fn read(path: &Path) -> Result<RecordBatch> {
+    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let reader = ParquetRecordBatchReaderBuilder::try_new(file)
+        .map_err(|e| Error::malformed(path, "parquet", e))?
+        .with_batch_size(1 << 20)
+        .build()
+        .map_err(|e| Error::malformed(path, "parquet", e))?;
+    let schema = reader.schema();
+    let mut batches = Vec::new();
+    for b in reader {
+        batches.push(b.map_err(|e| Error::malformed(path, "parquet", e))?);
+    }
+    arrow_select_concat(path, schema, batches)
+}
+
+fn arrow_select_concat(
+    path: &Path,
+    schema: Arc<Schema>,
+    mut batches: Vec<RecordBatch>,
+) -> Result<RecordBatch> {
+    match batches.len() {
+        0 => Ok(RecordBatch::new_empty(schema)),
+        1 => Ok(batches.pop().expect("one batch")),
+        _ => Err(Error::malformed(
+            path,
+            "parquet",
+            "more than 2^20 rows in one export file",
+        )),
+    }
+}
+
+/// A nullable f64 column.
+pub fn opt_f64s(values: &[Option<f64>]) -> ArrayRef {
+    Arc::new(Float64Array::from(values.to_vec()))
+}
+
+/// A non-null f64 column.
+pub fn f64s(values: &[f64]) -> ArrayRef {
+    Arc::new(Float64Array::from(values.to_vec()))
+}
+
+/// A typed column accessor that names the file and column on every failure.
+pub struct Columns<'a> {
+    /// The file (named in errors).
+    pub path: &'a Path,
+    /// Its rows.
+    pub batch: &'a RecordBatch,
+}
+
+impl<'a> Columns<'a> {
+    fn get(&self, name: &str) -> Result<&'a ArrayRef> {
+        self.batch
+            .column_by_name(name)
+            .ok_or_else(|| Error::field(self.path, "schema", name, "column is missing"))
+    }
+
+    fn typed<T: 'static>(&self, name: &str, what: &str) -> Result<&'a T> {
+        self.get(name)?
+            .as_any()
+            .downcast_ref::<T>()
+            .ok_or_else(|| Error::field(self.path, "schema", name, format!("expected {what}")))
+    }
+
+    /// Whether the column exists.
+    pub fn has(&self, name: &str) -> bool {
+        self.batch.column_by_name(name).is_some()
+    }
+
+    /// A non-null string column.
+    pub fn strings(&self, name: &str) -> Result<Vec<String>> {
+        let a = self.typed::<StringArray>(name, "utf8")?;
+        (0..a.len())
+            .map(|i| {
+                if a.is_null(i) {
+                    Err(Error::field(self.path, format!("row {i}"), name, "is null"))
+                } else {
+                    Ok(a.value(i).to_string())
+                }
+            })
+            .collect()
+    }
+
+    /// A nullable string column.
+    pub fn opt_strings(&self, name: &str) -> Result<Vec<Option<String>>> {
+        let a = self.typed::<StringArray>(name, "utf8")?;
+        Ok((0..a.len())
+            .map(|i| (!a.is_null(i)).then(|| a.value(i).to_string()))
+            .collect())
+    }
+
+    /// A nullable f64 column.
+    pub fn opt_f64s(&self, name: &str) -> Result<Vec<Option<f64>>> {
+        let a = self.typed::<Float64Array>(name, "float64")?;
+        Ok((0..a.len())
+            .map(|i| (!a.is_null(i)).then(|| a.value(i)))
+            .collect())
+    }
+
+    /// A non-null u32 column.
+    pub fn u32s(&self, name: &str) -> Result<Vec<u32>> {
+        let a = self.typed::<UInt32Array>(name, "uint32")?;
+        if a.null_count() > 0 {
+            return Err(Error::field(self.path, "column", name, "holds nulls"));
+        }
+        Ok(a.values().to_vec())
+    }
+
+    /// A fixed-size f32 list column, flattened row-major, with its width checked.
+    pub fn vectors(&self, name: &str, dim: usize) -> Result<Vec<f32>> {
+        let a = self.typed::<FixedSizeListArray>(name, "fixed_size_list<float32>")?;
+        if a.value_length() as usize != dim {
+            return Err(Error::Dimension {
+                path: self.path.to_path_buf(),
+                record: "schema".into(),
+                field: name.into(),
+                expected: dim,
+                found: a.value_length() as usize,
+            });
+        }
+        if a.null_count() > 0 {
+            return Err(Error::field(
+                self.path,
+                "column",
+                name,
+                "holds null vectors",
+            ));
+        }
+        let v = a
+            .values()
+            .as_any()
+            .downcast_ref::<Float32Array>()
+            .ok_or_else(|| Error::field(self.path, "schema", name, "expected float32 values"))?;
+        Ok(v.values().to_vec())
+    }
+
+    /// A list<utf8> column (null rows -> None).
+    pub fn string_lists(&self, name: &str) -> Result<Vec<Option<Vec<String>>>> {
+        let a = self.typed::<ListArray>(name, "list<utf8>")?;
+        (0..a.len())
+            .map(|i| {
+                if a.is_null(i) {
+                    return Ok(None);
+                }
+                let inner = a.value(i);
+                let s = inner
+                    .as_any()
+                    .downcast_ref::<StringArray>()
+                    .ok_or_else(|| {
+                        Error::field(self.path, format!("row {i}"), name, "expected list<utf8>")
+                    })?;
+                Ok(Some((0..s.len()).map(|j| s.value(j).to_string()).collect()))
+            })
+            .collect()
+    }
+
+    /// A list<u32> column (nulls are an error).
+    pub fn u32_lists(&self, name: &str) -> Result<Vec<Vec<u32>>> {
+        let a = self.typed::<ListArray>(name, "list<uint32>")?;
+        (0..a.len())
+            .map(|i| {
+                if a.is_null(i) {
+                    return Err(Error::field(self.path, format!("row {i}"), name, "is null"));
+                }
+                let inner = a.value(i);
+                let s = inner
+                    .as_any()
+                    .downcast_ref::<UInt32Array>()
+                    .ok_or_else(|| {
+                        Error::field(self.path, format!("row {i}"), name, "expected list<uint32>")
+                    })?;
+                Ok(s.values().to_vec())
+            })
+            .collect()
+    }
+
+    /// Number of rows.
+    pub fn rows(&self) -> usize {
+        self.batch.num_rows()
+    }
+}
+
+/// A utf8 column.
+pub fn strings<S: AsRef<str>>(values: &[S]) -> ArrayRef {
+    Arc::new(StringArray::from_iter_values(
+        values.iter().map(|s| s.as_ref()),
+    ))
+}
+
+/// A nullable utf8 column.
+pub fn opt_strings(values: &[Option<String>]) -> ArrayRef {
+    Arc::new(StringArray::from_iter(values.iter().map(|s| s.as_deref())))
+}
+
+/// A u32 column.
+pub fn u32s(values: &[u32]) -> ArrayRef {
+    Arc::new(UInt32Array::from(values.to_vec()))
+}
+
+/// A fixed-size f32 list column from row-major vectors of width `dim`.
+pub fn vectors(flat: &[f32], dim: usize) -> ArrayRef {
+    let values = Arc::new(Float32Array::from(flat.to_vec()));
+    let field = Arc::new(Field::new("item", DataType::Float32, false));
+    Arc::new(
+        FixedSizeListArray::try_new(field, dim as i32, values, None)
+            .expect("flat vector length is a multiple of dim"),
+    )
+}
+
+/// A list<utf8> column; `None` rows are null.
+pub fn string_lists(rows: &[Option<Vec<String>>]) -> ArrayRef {
+    let mut b = ListBuilder::new(StringBuilder::new());
+    for row in rows {
+        match row {
+            Some(items) => {
+                for s in items {
+                    b.values().append_value(s);
+                }
+                b.append(true);
+            }
+            None => b.append(false),
+        }
+    }
+    Arc::new(b.finish())
+}
+
+/// A list<u32> column.
+pub fn u32_lists(rows: &[Vec<u32>]) -> ArrayRef {
+    let mut b = ListBuilder::new(UInt32Builder::new());
+    for row in rows {
+        b.values().append_slice(row);
+        b.append(true);
+    }
+    Arc::new(b.finish())
+}

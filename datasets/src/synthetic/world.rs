@@ -1,0 +1,548 @@
+//! The world itself: typed entities and the typed, functional facts between them.
+//!
+//! Every fact `(subject, relation, object)` is *functional* from the subject's side (a city lies
+//! in exactly one country, a film has exactly one director), and it is stated in exactly one
+//! passage: the subject's main passage. That is what makes a relation path a well-posed
+//! question: following it from a named start entity reaches exactly one answer, and each hop is
+//! supported by exactly one passage.
+
+use std::collections::BTreeSet;
+
+use super::names::{Named, Namer};
+use super::rng::SplitMix64;
+
+/// Entity kinds. The order is the generation order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Kind {
+    Country,
+    City,
+    Person,
+    Company,
+    Studio,
+    Publisher,
+    Ensemble,
+    University,
+    Film,
+    Book,
+    Product,
+}
+
+impl Kind {
+    pub(crate) const ALL: [Kind; 11] = [
+        Kind::Country,
+        Kind::City,
+        Kind::Person,
+        Kind::Company,
+        Kind::Studio,
+        Kind::Publisher,
+        Kind::Ensemble,
+        Kind::University,
+        Kind::Film,
+        Kind::Book,
+        Kind::Product,
+    ];
+
+    /// Share of the world, per mille, and the minimum count.
+    fn share(self) -> (usize, usize) {
+        match self {
+            Kind::Country => (50, 3),
+            Kind::City => (150, 6),
+            Kind::Person => (350, 12),
+            Kind::Company => (70, 2),
+            Kind::Studio => (40, 2),
+            Kind::Publisher => (30, 2),
+            Kind::Ensemble => (40, 2),
+            Kind::University => (40, 2),
+            Kind::Film => (90, 2),
+            Kind::Book => (70, 2),
+            Kind::Product => (70, 2),
+        }
+    }
+
+    /// The breadcrumb section of the header.
+    pub(crate) fn section(self) -> &'static str {
+        match self {
+            Kind::Country => "Countries",
+            Kind::City => "Cities",
+            Kind::Person => "People",
+            Kind::Company | Kind::Studio | Kind::Publisher | Kind::Ensemble | Kind::University => {
+                "Organisations"
+            }
+            Kind::Film => "Films",
+            Kind::Book => "Books",
+            Kind::Product => "Products",
+        }
+    }
+
+    /// The generic noun phrase used to refer back to an entity inside its own passage.
+    pub(crate) fn generic(self) -> &'static str {
+        match self {
+            Kind::Country => "the country",
+            Kind::City => "the city",
+            Kind::Person => "the person",
+            Kind::Company => "the company",
+            Kind::Studio => "the studio",
+            Kind::Publisher => "the publisher",
+            Kind::Ensemble => "the ensemble",
+            Kind::University => "the university",
+            Kind::Film => "the film",
+            Kind::Book => "the book",
+            Kind::Product => "the device",
+        }
+    }
+
+    /// Lowercase label (for question labels).
+    pub(crate) fn label(self) -> &'static str {
+        match self {
+            Kind::Country => "country",
+            Kind::City => "city",
+            Kind::Person => "person",
+            Kind::Company => "company",
+            Kind::Studio => "studio",
+            Kind::Publisher => "publisher",
+            Kind::Ensemble => "ensemble",
+            Kind::University => "university",
+            Kind::Film => "film",
+            Kind::Book => "book",
+            Kind::Product => "product",
+        }
+    }
+}
+
+/// Relation types. Every one is functional from the subject's side.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Rel {
+    /// City -> Country.
+    LocatedIn,
+    /// Country -> City.
+    Capital,
+    /// Country -> Person.
+    HeadOfState,
+    /// City -> Person.
+    Mayor,
+    /// Person -> City.
+    BornIn,
+    /// Person -> Person (stated on one side only).
+    SpouseOf,
+    /// Person -> Ensemble.
+    MemberOf,
+    /// Person -> University.
+    EducatedAt,
+    /// Company/Studio/Publisher/Ensemble/University -> Person.
+    FoundedBy,
+    /// Company/Studio/Publisher -> City.
+    HeadquarteredIn,
+    /// Ensemble -> City.
+    BasedIn,
+    /// University -> City.
+    CampusIn,
+    /// Film -> Person.
+    DirectedBy,
+    /// Film -> Studio.
+    ProducedBy,
+    /// Film -> Person.
+    Starring,
+    /// Book -> Person.
+    WrittenBy,
+    /// Book -> Publisher.
+    PublishedBy,
+    /// Product -> Company.
+    ManufacturedBy,
+    /// Product -> Person.
+    DesignedBy,
+}
+
+impl Rel {
+    /// Snake-case name (for question labels).
+    pub(crate) fn label(self) -> &'static str {
+        match self {
+            Rel::LocatedIn => "located_in",
+            Rel::Capital => "capital",
+            Rel::HeadOfState => "head_of_state",
+            Rel::Mayor => "mayor",
+            Rel::BornIn => "born_in",
+            Rel::SpouseOf => "spouse_of",
+            Rel::MemberOf => "member_of",
+            Rel::EducatedAt => "educated_at",
+            Rel::FoundedBy => "founded_by",
+            Rel::HeadquarteredIn => "headquartered_in",
+            Rel::BasedIn => "based_in",
+            Rel::CampusIn => "campus_in",
+            Rel::DirectedBy => "directed_by",
+            Rel::ProducedBy => "produced_by",
+            Rel::Starring => "starring",
+            Rel::WrittenBy => "written_by",
+            Rel::PublishedBy => "published_by",
+            Rel::ManufacturedBy => "manufactured_by",
+            Rel::DesignedBy => "designed_by",
+        }
+    }
+}
+
+/// One entity of the world.
+#[derive(Debug, Clone)]
+pub(crate) struct Entity {
+    pub(crate) kind: Kind,
+    pub(crate) named: Named,
+    /// The earlier entity of the same kind whose name this one deliberately resembles.
+    pub(crate) twin_of: Option<usize>,
+    /// A year: birth, founding, release or launch.
+    pub(crate) year: u32,
+    /// Index into the kind's descriptor tables (profession, genre, category, ...).
+    pub(crate) flavor: usize,
+    /// A second free number (population, running time, page count, ...).
+    pub(crate) number: u32,
+}
+
+impl Entity {
+    pub(crate) fn name(&self) -> &str {
+        &self.named.name
+    }
+}
+
+/// A fact, stated in the subject's main passage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Fact {
+    pub(crate) subj: usize,
+    pub(crate) rel: Rel,
+    pub(crate) obj: usize,
+}
+
+/// Entities, facts, and indexes over them.
+#[derive(Debug, Clone)]
+pub(crate) struct World {
+    pub(crate) entities: Vec<Entity>,
+    pub(crate) facts: Vec<Fact>,
+    /// Fact indices by subject, in insertion order.
+    pub(crate) by_subject: Vec<Vec<usize>>,
+}
+
+impl World {
+    /// Entity indices of one kind, in generation order.
+    pub(crate) fn of_kind(&self, kind: Kind) -> Vec<usize> {
+        (0..self.entities.len())
+            .filter(|&i| self.entities[i].kind == kind)
+            .collect()
+    }
+
+    /// Every object of `(subj, rel)`.
+    pub(crate) fn objects(&self, subj: usize, rel: Rel) -> Vec<usize> {
+        self.by_subject[subj]
+            .iter()
+            .map(|&f| self.facts[f])
+            .filter(|f| f.rel == rel)
+            .map(|f| f.obj)
+            .collect()
+    }
+
+    /// The single object of `(subj, rel)`, if there is exactly one.
+    pub(crate) fn object(&self, subj: usize, rel: Rel) -> Option<usize> {
+        match self.objects(subj, rel).as_slice() {
+            [o] => Some(*o),
+            _ => None,
+        }
+    }
+
+    /// Facts whose subject is `subj`, in insertion order.
+    pub(crate) fn facts_of(&self, subj: usize) -> Vec<Fact> {
+        self.by_subject[subj]
+            .iter()
+            .map(|&f| self.facts[f])
+            .collect()
+    }
+
+    fn add(&mut self, subj: usize, rel: Rel, obj: usize) {
+        debug_assert!(self.object(subj, rel).is_none(), "relations are functional");
+        self.by_subject[subj].push(self.facts.len());
+        self.facts.push(Fact { subj, rel, obj });
+    }
+}
+
+/// How many entities of each kind a world of `n` entities has (the remainder goes to persons).
+pub(crate) fn kind_counts(n: usize) -> Vec<(Kind, usize)> {
+    let mut counts: Vec<(Kind, usize)> = Kind::ALL
+        .iter()
+        .map(|&k| (k, (n * k.share().0 / 1000).max(k.share().1)))
+        .collect();
+    // At least two cities per country.
+    let countries = counts[0].1;
+    counts[1].1 = counts[1].1.max(2 * countries);
+    let others: usize = counts
+        .iter()
+        .filter(|(k, _)| *k != Kind::Person)
+        .map(|(_, c)| c)
+        .sum();
+    counts[2].1 = n.saturating_sub(others).max(Kind::Person.share().1);
+    counts
+}
+
+/// Pick an element of `pool` that is not in `avoid`, trying a few times; any element otherwise.
+fn pick_avoiding(rng: &mut SplitMix64, pool: &[usize], avoid: &[usize]) -> usize {
+    for _ in 0..16 {
+        let x = rng.pick(pool);
+        if !avoid.contains(&x) {
+            return x;
+        }
+    }
+    rng.pick(pool)
+}
+
+/// Build the world: names (stream `names`), then facts and attributes (stream `world`).
+pub(crate) fn build(seed: u64, n_entities: usize, confusable_percent: u32) -> World {
+    let mut names_rng = SplitMix64::stream(seed, "names");
+    let mut rng = SplitMix64::stream(seed, "world");
+    let mut namer = Namer::default();
+
+    // Entities, kind by kind; a share of them are confusable twins of an earlier same-kind one.
+    let mut entities: Vec<Entity> = Vec::new();
+    for (kind, count) in kind_counts(n_entities) {
+        let first = entities.len();
+        for i in 0..count {
+            let twin_of = if i >= 1 && names_rng.chance(confusable_percent) {
+                // Twin an earlier entity of this kind that is not already a twin (or twinned).
+                let candidates: Vec<usize> = (first..entities.len())
+                    .filter(|&j| {
+                        entities[j].twin_of.is_none()
+                            && !entities.iter().any(|e| e.twin_of == Some(j))
+                    })
+                    .collect();
+                if candidates.is_empty() {
+                    None
+                } else {
+                    Some(names_rng.pick(&candidates))
+                }
+            } else {
+                None
+            };
+            let named = namer.name(&mut names_rng, kind, twin_of.map(|j| &entities[j].named));
+            // A fallback to a fresh name is not a twin.
+            let twin_of = twin_of.filter(|&j| {
+                let r = &entities[j].named.roots;
+                named.roots.iter().any(|x| r.contains(x))
+            });
+            entities.push(Entity {
+                kind,
+                named,
+                twin_of,
+                year: 0,
+                flavor: 0,
+                number: 0,
+            });
+        }
+    }
+    let n = entities.len();
+    let mut w = World {
+        entities,
+        facts: Vec::new(),
+        by_subject: vec![Vec::new(); n],
+    };
+
+    let countries = w.of_kind(Kind::Country);
+    let cities = w.of_kind(Kind::City);
+    let persons = w.of_kind(Kind::Person);
+    let companies = w.of_kind(Kind::Company);
+    let studios = w.of_kind(Kind::Studio);
+    let publishers = w.of_kind(Kind::Publisher);
+    let ensembles = w.of_kind(Kind::Ensemble);
+    let universities = w.of_kind(Kind::University);
+
+    // The twin's object for `rel`, so that a confusable entity gets a *different* object.
+    let twin_obj = |w: &World, e: usize, rel: Rel| -> Vec<usize> {
+        w.entities[e]
+            .twin_of
+            .and_then(|t| w.object(t, rel))
+            .into_iter()
+            .collect()
+    };
+
+    // Cities -> countries: two per country first, the rest at random.
+    let mut order = cities.clone();
+    rng.shuffle(&mut order);
+    let mut city_country = vec![usize::MAX; n];
+    for (k, &c) in order.iter().enumerate() {
+        let country = if k < 2 * countries.len() {
+            countries[k % countries.len()]
+        } else {
+            let avoid = twin_obj(&w, c, Rel::LocatedIn);
+            pick_avoiding(&mut rng, &countries, &avoid)
+        };
+        city_country[c] = country;
+    }
+    for &c in &cities {
+        w.add(c, Rel::LocatedIn, city_country[c]);
+    }
+
+    // Officials: distinct persons where possible.
+    let mut officials: Vec<usize> = persons.clone();
+    rng.shuffle(&mut officials);
+    let mut next_official = 0usize;
+    let mut official = |rng: &mut SplitMix64| {
+        let p = if next_official < officials.len() {
+            officials[next_official]
+        } else {
+            rng.pick(&officials)
+        };
+        next_official += 1;
+        p
+    };
+    for &k in &countries {
+        let own: Vec<usize> = cities
+            .iter()
+            .copied()
+            .filter(|&c| city_country[c] == k)
+            .collect();
+        let capital = rng.pick(&own);
+        w.add(k, Rel::Capital, capital);
+        let leader = official(&mut rng);
+        w.add(k, Rel::HeadOfState, leader);
+    }
+    for &c in &cities {
+        let mayor = official(&mut rng);
+        w.add(c, Rel::Mayor, mayor);
+    }
+
+    // Persons: born_in always; spouses in pairs (never two people sharing a surname);
+    // then member_of / educated_at so that every person states 2-4 relations.
+    for &p in &persons {
+        let avoid = twin_obj(&w, p, Rel::BornIn);
+        let city = pick_avoiding(&mut rng, &cities, &avoid);
+        w.add(p, Rel::BornIn, city);
+    }
+    let mut singles = persons.clone();
+    rng.shuffle(&mut singles);
+    let pairs = persons.len() * 15 / 100;
+    let mut married: BTreeSet<usize> = BTreeSet::new();
+    for _ in 0..pairs {
+        let Some(a) = singles.pop() else { break };
+        let a_surname = w.entities[a].named.roots[1].clone();
+        if let Some(pos) = singles
+            .iter()
+            .position(|&b| w.entities[b].named.roots[1] != a_surname)
+        {
+            let b = singles.remove(pos);
+            w.add(a, Rel::SpouseOf, b);
+            married.insert(a);
+            married.insert(b);
+        }
+    }
+    for &p in &persons {
+        let has_spouse = w.object(p, Rel::SpouseOf).is_some();
+        let have = 1 + usize::from(has_spouse);
+        let want = (2 + rng.below(3)).max(have); // 2..=4 relations in all
+        let mut extra: Vec<Rel> = vec![Rel::MemberOf, Rel::EducatedAt];
+        rng.shuffle(&mut extra);
+        for rel in extra.into_iter().take(want - have) {
+            let pool = if rel == Rel::MemberOf {
+                &ensembles
+            } else {
+                &universities
+            };
+            let avoid = twin_obj(&w, p, rel);
+            let o = pick_avoiding(&mut rng, pool, &avoid);
+            w.add(p, rel, o);
+        }
+    }
+
+    // Organisations: a founder and a home city.
+    for (pool, home) in [
+        (&companies, Rel::HeadquarteredIn),
+        (&studios, Rel::HeadquarteredIn),
+        (&publishers, Rel::HeadquarteredIn),
+        (&ensembles, Rel::BasedIn),
+        (&universities, Rel::CampusIn),
+    ] {
+        for &o in pool {
+            let avoid = twin_obj(&w, o, Rel::FoundedBy);
+            let founder = pick_avoiding(&mut rng, &persons, &avoid);
+            w.add(o, Rel::FoundedBy, founder);
+            let avoid = twin_obj(&w, o, home);
+            let city = pick_avoiding(&mut rng, &cities, &avoid);
+            w.add(o, home, city);
+        }
+    }
+
+    // Works.
+    for f in w.of_kind(Kind::Film) {
+        let avoid = twin_obj(&w, f, Rel::DirectedBy);
+        let director = pick_avoiding(&mut rng, &persons, &avoid);
+        w.add(f, Rel::DirectedBy, director);
+        let avoid = twin_obj(&w, f, Rel::ProducedBy);
+        let studio = pick_avoiding(&mut rng, &studios, &avoid);
+        w.add(f, Rel::ProducedBy, studio);
+        let mut avoid = twin_obj(&w, f, Rel::Starring);
+        avoid.push(director);
+        let star = pick_avoiding(&mut rng, &persons, &avoid);
+        w.add(f, Rel::Starring, star);
+    }
+    for b in w.of_kind(Kind::Book) {
+        let avoid = twin_obj(&w, b, Rel::WrittenBy);
+        let author = pick_avoiding(&mut rng, &persons, &avoid);
+        w.add(b, Rel::WrittenBy, author);
+        let avoid = twin_obj(&w, b, Rel::PublishedBy);
+        let publisher = pick_avoiding(&mut rng, &publishers, &avoid);
+        w.add(b, Rel::PublishedBy, publisher);
+    }
+    for p in w.of_kind(Kind::Product) {
+        let avoid = twin_obj(&w, p, Rel::ManufacturedBy);
+        let maker = pick_avoiding(&mut rng, &companies, &avoid);
+        w.add(p, Rel::ManufacturedBy, maker);
+        let avoid = twin_obj(&w, p, Rel::DesignedBy);
+        let designer = pick_avoiding(&mut rng, &persons, &avoid);
+        w.add(p, Rel::DesignedBy, designer);
+    }
+
+    // Attributes.
+    for e in 0..n {
+        let (lo, hi, flavors, number) = match w.entities[e].kind {
+            Kind::Country => (1700, 1990, 6, rng.range(2, 60)),
+            Kind::City => (900, 1900, 6, rng.range(20, 900)),
+            Kind::Person => (1921, 1994, 12, rng.range(2, 9)),
+            Kind::Company | Kind::Studio | Kind::Publisher => (1890, 2015, 6, rng.range(40, 9000)),
+            Kind::Ensemble => (1920, 2012, 6, rng.range(4, 60)),
+            Kind::University => (1700, 1990, 6, rng.range(3, 40)),
+            Kind::Film => (1952, 2023, 8, rng.range(84, 171)),
+            Kind::Book => (1901, 2023, 8, rng.range(140, 820)),
+            Kind::Product => (1971, 2023, 8, rng.range(2, 90)),
+        };
+        w.entities[e].year = rng.range(lo, hi);
+        w.entities[e].flavor = rng.below(flavors);
+        w.entities[e].number = number;
+    }
+    w
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kind_counts_sum_to_n() {
+        for n in [40, 100, 160, 500] {
+            let total: usize = kind_counts(n).iter().map(|(_, c)| c).sum();
+            assert_eq!(total, n, "n = {n}");
+        }
+    }
+
+    #[test]
+    fn relations_are_functional_and_typed() {
+        let w = build(11, 160, 30);
+        let mut seen = BTreeSet::new();
+        for f in &w.facts {
+            assert!(
+                seen.insert((f.subj, f.rel)),
+                "two objects for one (subject, relation)"
+            );
+            assert_ne!(f.subj, f.obj);
+        }
+        for &p in &w.of_kind(Kind::Person) {
+            let k = w.facts_of(p).len();
+            assert!((2..=4).contains(&k), "person states {k} relations");
+        }
+        for &c in &w.of_kind(Kind::Country) {
+            let cap = w.object(c, Rel::Capital).unwrap();
+            assert_eq!(w.object(cap, Rel::LocatedIn), Some(c));
+        }
+        let twins = w.entities.iter().filter(|e| e.twin_of.is_some()).count();
+        assert!(twins >= 20, "only {twins} confusables");
+    }
+}

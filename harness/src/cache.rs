@@ -1,0 +1,48 @@
+//! Stable hashing for cell keys. A key is blake3 over a canonical JSON rendering of everything a
+//! cell's numbers depend on (serde_json with `BTreeMap`s and struct field order is canonical for
+//! our types). Never `DefaultHasher`: its output may change between Rust releases.
+
+use std::path::Path;
+use std::sync::OnceLock;
+
+use serde::Serialize;
+
+/// blake3 hex of the canonical JSON of `value`.
+pub fn key_of<T: Serialize>(value: &T) -> String {
+    let text = serde_json::to_string(value).expect("key inputs serialise");
+    blake3::hash(text.as_bytes()).to_hex().to_string()
+}
+
+/// The code version that every cell key includes: the package version plus the blake3 of the
+/// running executable. Any rebuild that changes the binary recomputes every cell; that
+/// over-invalidates (a change to plotting code recomputes metrics) but can never serve numbers
+/// computed by different code, which is the failure a benchmark cannot afford.
+pub fn code_version() -> &'static str {
+    static VERSION: OnceLock<String> = OnceLock::new();
+    VERSION.get_or_init(|| {
+        let exe = std::env::current_exe().ok();
+        let hash = exe
+            .as_deref()
+            .and_then(|p: &Path| std::fs::read(p).ok())
+            .map(|bytes| blake3::hash(&bytes).to_hex()[..16].to_string())
+            .unwrap_or_else(|| "unknown".into());
+        format!("{}+{}", env!("CARGO_PKG_VERSION"), hash)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    #[test]
+    fn keys_are_stable_and_sensitive() {
+        let mut a = BTreeMap::new();
+        a.insert("pool_k", 100);
+        let k1 = key_of(&a);
+        assert_eq!(k1, key_of(&a));
+        a.insert("pool_k", 101);
+        assert_ne!(k1, key_of(&a));
+        assert_eq!(k1.len(), 64);
+    }
+}

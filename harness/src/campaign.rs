@@ -1,0 +1,325 @@
+//! `campaign.yaml`, typed. The campaign is the matrix: which datasets (and where their raw files
+//! are, relative to the data directory), which legs with which parameters, which k values and
+//! budgets. Unknown keys anywhere are errors (serde `deny_unknown_fields`; serde-saphyr also
+//! rejects duplicate keys), so a typo can never silently run a default.
+//!
+//! The repository's `campaign.yaml` is also compiled into the binary, so a fresh clone (or a
+//! binary run elsewhere) has the default matrix without any file.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use hopbench_datasets::export::PrepareConfig;
+use hopbench_datasets::synthetic::SyntheticConfig;
+use hopbench_legs::registry::LegSpec;
+use serde::{Deserialize, Serialize};
+
+/// The default campaign, compiled in from the repository root.
+pub const EMBEDDED: &str = include_str!("../../campaign.yaml");
+
+/// A raw dataset format (or a generated / pooled dataset).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DatasetFormat {
+    /// The embedded generated multi-hop world (no files).
+    Synthetic,
+    /// MuSiQue: HippoRAG list + corpus, or the release jsonl.
+    Musique,
+    /// HotpotQA: HippoRAG list + corpus object, or the release list/jsonl.
+    Hotpotqa,
+    /// 2WikiMultihopQA v1.1.
+    Twowiki,
+    /// MTRAG-UN conversations + BEIR qrels.
+    Mtrag,
+    /// BEIR: corpus.jsonl, queries.jsonl, qrels/<split>.tsv.
+    Beir,
+    /// The union of other datasets of this campaign (`pool: [a, b]`).
+    Pool,
+}
+
+/// How the context header of a chunk is made.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HeaderMode {
+    /// Keep what the format gives (the real sets give none: `dense_content_only` is then
+    /// `missing-inputs`, as in the seed).
+    #[default]
+    AsPublished,
+    /// Use the passage title as its header (an explicit, labelled variant).
+    Title,
+}
+
+/// One dataset of the campaign.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DatasetSpec {
+    /// Raw format.
+    pub format: DatasetFormat,
+    /// Raw files by role (`questions`, `corpus`, `reference`, `qrels`, ...), relative to the data
+    /// directory. Which roles a format takes is listed in the README.
+    #[serde(default)]
+    pub files: BTreeMap<String, FileList>,
+    /// Generator settings (`format: synthetic` only).
+    #[serde(default)]
+    pub synthetic: Option<SyntheticConfig>,
+    /// Member datasets (`format: pool` only).
+    #[serde(default)]
+    pub pool: Vec<String>,
+    /// Context header policy.
+    #[serde(default)]
+    pub context_header: HeaderMode,
+    /// Free text shown in reports (e.g. "pool has no distractors").
+    #[serde(default)]
+    pub note: Option<String>,
+}
+
+/// One path or several (qrels files).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum FileList {
+    /// One file.
+    One(String),
+    /// Several files.
+    Many(Vec<String>),
+}
+
+impl FileList {
+    /// The paths, in order.
+    pub fn paths(&self) -> Vec<&str> {
+        match self {
+            FileList::One(s) => vec![s.as_str()],
+            FileList::Many(v) => v.iter().map(String::as_str).collect(),
+        }
+    }
+}
+
+fn default_k() -> Vec<usize> {
+    vec![1, 2, 5, 10, 20]
+}
+fn default_budgets() -> Vec<u64> {
+    vec![2_000, 4_000, 8_000, 10_000, 16_000, 24_000, 32_000]
+}
+fn default_model() -> String {
+    "models/all-MiniLM-L6-v2".into()
+}
+fn default_results() -> String {
+    "results".into()
+}
+
+/// Statistical settings for summaries and comparisons.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StatsConfig {
+    /// Bootstrap resamples.
+    pub resamples: usize,
+    /// Randomization-test permutations.
+    pub permutations: usize,
+    /// Seed of both (fixed: identical numbers on every machine).
+    pub seed: u64,
+}
+
+impl Default for StatsConfig {
+    fn default() -> Self {
+        StatsConfig {
+            resamples: 2_000,
+            permutations: 10_000,
+            seed: 20_261_129,
+        }
+    }
+}
+
+/// The whole campaign file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Campaign {
+    /// Default results directory (relative to the working directory).
+    #[serde(default = "default_results")]
+    pub results: String,
+    /// Embedding model directory (relative to the working directory);
+    /// `HOPBENCH_MODEL_DIR` and `--model` override it.
+    #[serde(default = "default_model")]
+    pub model: String,
+    /// Export settings.
+    #[serde(default)]
+    pub prepare: PrepareConfig,
+    /// k values of recall@k.
+    #[serde(default = "default_k")]
+    pub recall_k: Vec<usize>,
+    /// Token budgets of the budget curves.
+    #[serde(default = "default_budgets")]
+    pub budgets: Vec<u64>,
+    /// Statistics.
+    #[serde(default)]
+    pub stats: StatsConfig,
+    /// Datasets by name, in file order of a `BTreeMap` (sorted by name).
+    pub datasets: BTreeMap<String, DatasetSpec>,
+    /// Legs by name.
+    pub legs: BTreeMap<String, LegSpec>,
+}
+
+impl Campaign {
+    /// Parses a campaign; `origin` names the file in errors.
+    pub fn parse(text: &str, origin: &str) -> Result<Campaign> {
+        let c: Campaign =
+            serde_saphyr::from_str(text).with_context(|| format!("{origin}: invalid campaign"))?;
+        c.validate()
+            .with_context(|| format!("{origin}: invalid campaign"))?;
+        Ok(c)
+    }
+
+    /// Loads `path`, or the embedded default when `path` is `None` and `./campaign.yaml` is absent.
+    pub fn load(path: Option<&Path>) -> Result<(Campaign, String)> {
+        let path: Option<PathBuf> = match path {
+            Some(p) => Some(p.to_path_buf()),
+            None => Some(PathBuf::from("campaign.yaml")).filter(|p| p.exists()),
+        };
+        match path {
+            Some(p) => {
+                let text = std::fs::read_to_string(&p)
+                    .with_context(|| format!("{}: cannot read", p.display()))?;
+                Ok((
+                    Campaign::parse(&text, &p.display().to_string())?,
+                    p.display().to_string(),
+                ))
+            }
+            None => Ok((
+                Campaign::parse(EMBEDDED, "<embedded campaign.yaml>")?,
+                "<embedded campaign.yaml>".into(),
+            )),
+        }
+    }
+
+    fn validate(&self) -> Result<()> {
+        if self.recall_k.is_empty() || self.recall_k.contains(&0) {
+            bail!("field `recall_k`: needs at least one k, each >= 1");
+        }
+        if self.budgets.is_empty() || self.budgets.contains(&0) {
+            bail!("field `budgets`: needs at least one budget, each >= 1");
+        }
+        for (name, leg) in &self.legs {
+            leg.validate(name)
+                .map_err(|e| anyhow::anyhow!("legs.{name}: {e}"))?;
+            check_name(name).with_context(|| format!("legs.{name}"))?;
+        }
+        for (name, d) in &self.datasets {
+            check_name(name).with_context(|| format!("datasets.{name}"))?;
+            match d.format {
+                DatasetFormat::Synthetic if !d.files.is_empty() => {
+                    bail!("datasets.{name}: field `files`: a synthetic dataset reads no files")
+                }
+                DatasetFormat::Pool => {
+                    if d.pool.len() < 2 {
+                        bail!("datasets.{name}: field `pool`: name at least two datasets");
+                    }
+                    for m in &d.pool {
+                        match self.datasets.get(m) {
+                            None => bail!("datasets.{name}: field `pool`: unknown dataset `{m}`"),
+                            Some(s) if s.format == DatasetFormat::Pool => {
+                                bail!("datasets.{name}: field `pool`: `{m}` is itself a pool")
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+                f if f != DatasetFormat::Synthetic
+                    && f != DatasetFormat::Pool
+                    && d.files.is_empty() =>
+                {
+                    bail!("datasets.{name}: field `files`: a {f:?} dataset needs its raw files")
+                }
+                _ => {}
+            }
+            if d.synthetic.is_some() && d.format != DatasetFormat::Synthetic {
+                bail!("datasets.{name}: field `synthetic`: only for format synthetic");
+            }
+            if !d.pool.is_empty() && d.format != DatasetFormat::Pool {
+                bail!("datasets.{name}: field `pool`: only for format pool");
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Names become directory and file names: keep them to `[A-Za-z0-9._-]`.
+fn check_name(name: &str) -> Result<()> {
+    if name.is_empty()
+        || name.starts_with('.')
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+    {
+        bail!("the name `{name}` must be non-empty, not start with '.', and use only letters, digits, '.', '_' and '-'");
+    }
+    Ok(())
+}
+
+/// Resolves `all` or a comma list against the campaign's names, keeping campaign order.
+pub fn select<'a>(
+    arg: &str,
+    names: impl Iterator<Item = &'a String>,
+    what: &str,
+) -> Result<Vec<String>> {
+    let names: Vec<String> = names.cloned().collect();
+    if arg.trim() == "all" {
+        return Ok(names);
+    }
+    let mut out = Vec::new();
+    for want in arg.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        if !names.iter().any(|n| n == want) {
+            bail!(
+                "unknown {what} `{want}` (the campaign has: {})",
+                names.join(", ")
+            );
+        }
+        if !out.iter().any(|n: &String| n == want) {
+            out.push(want.to_string());
+        }
+    }
+    if out.is_empty() {
+        bail!("no {what} selected");
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn embedded_campaign_parses() {
+        let c = Campaign::parse(EMBEDDED, "embedded").unwrap();
+        assert!(c.datasets.contains_key("synthetic"));
+        assert!(c.legs.contains_key("bm25"));
+    }
+
+    #[test]
+    fn unknown_keys_are_errors_naming_the_field() {
+        let text = "datasets: {}\nlegs: {}\nbudgetz: [1]\n";
+        let e = format!("{:#}", Campaign::parse(text, "c.yaml").unwrap_err());
+        assert!(e.contains("c.yaml") && e.contains("budgetz"), "{e}");
+        let text = "datasets: {}\nlegs: {d: {kind: dense, pool: 3}}\n";
+        let e = format!("{:#}", Campaign::parse(text, "c.yaml").unwrap_err());
+        assert!(e.contains("pool"), "{e}");
+    }
+
+    #[test]
+    fn pools_and_names_are_checked() {
+        let text = "datasets: {p: {format: pool, pool: [a, b]}}\nlegs: {}\n";
+        assert!(format!("{:#}", Campaign::parse(text, "c").unwrap_err())
+            .contains("unknown dataset `a`"));
+        let text = "datasets: {'a b': {format: synthetic}}\nlegs: {}\n";
+        assert!(Campaign::parse(text, "c").is_err());
+    }
+
+    #[test]
+    fn select_all_or_list() {
+        let names = vec!["a".to_string(), "b".to_string()];
+        assert_eq!(select("all", names.iter(), "leg").unwrap(), names);
+        assert_eq!(
+            select("b, a,b", names.iter(), "leg").unwrap(),
+            vec!["b", "a"]
+        );
+        assert!(select("c", names.iter(), "leg").is_err());
+    }
+}

@@ -1,0 +1,278 @@
+//! `hopbench`: a reproducible benchmark harness for retrieval strategies.
+//!
+//! The binary is a thin layer: clap parses arguments into one resolved settings struct per
+//! command, and the modules below do the work, passing plain structs:
+//! `campaign` (typed campaign.yaml) -> `data` (raw files -> export) -> `matrix` (legs x queries)
+//! -> `evaluate`/`metrics` -> `summary` (cells) -> `report`, `compare`, `trec`.
+
+mod cache;
+mod campaign;
+mod compare;
+mod contract;
+mod data;
+mod evaluate;
+mod fsx;
+mod matrix;
+mod metrics;
+mod report;
+mod stats;
+mod summary;
+mod trec;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::{Args, Parser, Subcommand};
+
+use crate::campaign::{select, Campaign};
+use crate::matrix::CellOutcome;
+
+/// A reproducible benchmark harness for the retrieval strategies that fill an LLM's context.
+#[derive(Parser, Debug)]
+#[command(name = "hopbench", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run every selected leg on every selected dataset and write one cached cell each.
+    RunMatrix(RunArgs),
+    /// Build (or reuse) the export of datasets: read raw files, embed, index.
+    Prepare(PrepareArgs),
+    /// Compare two results directories cell by cell.
+    Compare(CompareArgs),
+    /// List the campaign's datasets and whether their raw files are present.
+    Datasets(CommonArgs),
+    /// List the campaign's legs with their resolved parameters.
+    Legs(CommonArgs),
+}
+
+#[derive(Args, Debug, Clone)]
+struct CommonArgs {
+    /// Campaign file (default: ./campaign.yaml, else the compiled-in default).
+    #[arg(long)]
+    campaign: Option<PathBuf>,
+    /// Directory holding the raw datasets (default: $HOPBENCH_DATA; none: only generated data).
+    #[arg(long, env = "HOPBENCH_DATA")]
+    data_dir: Option<PathBuf>,
+    /// Results directory (default: the campaign's `results`).
+    #[arg(long)]
+    results: Option<PathBuf>,
+    /// Embedding model directory (default: $HOPBENCH_MODEL_DIR, else the campaign's `model`).
+    #[arg(long, env = "HOPBENCH_MODEL_DIR")]
+    model: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+struct RunArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// `all` or a comma list of dataset names.
+    #[arg(long, default_value = "all")]
+    datasets: String,
+    /// `all` or a comma list of leg names.
+    #[arg(long, default_value = "all")]
+    legs: String,
+    /// Evaluate only the first N queries of each dataset (a different query set: cells are not
+    /// comparable with full runs).
+    #[arg(long)]
+    limit: Option<usize>,
+    /// Recompute cells even when their key matches.
+    #[arg(long)]
+    force: bool,
+    /// Thread count (required, or RAYON_NUM_THREADS): the determinism contract.
+    #[arg(long)]
+    threads: Option<usize>,
+    /// No progress bars.
+    #[arg(long)]
+    quiet: bool,
+    /// Print the resolved settings and exit.
+    #[arg(long)]
+    show_settings: bool,
+}
+
+#[derive(Args, Debug)]
+struct PrepareArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// `all` or a comma list of dataset names.
+    #[arg(long, alias = "dataset", default_value = "all")]
+    datasets: String,
+    /// No progress bars.
+    #[arg(long)]
+    quiet: bool,
+}
+
+#[derive(Args, Debug)]
+struct CompareArgs {
+    /// First results directory (the baseline).
+    a: PathBuf,
+    /// Second results directory.
+    b: PathBuf,
+    /// Also write the comparison as JSON to this file.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Campaign whose `stats` settings to use (default as for run-matrix).
+    #[arg(long)]
+    campaign: Option<PathBuf>,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("hopbench: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn data_settings(
+    c: &CommonArgs,
+    campaign: &Campaign,
+    results: &std::path::Path,
+) -> data::DataSettings {
+    data::DataSettings {
+        data_dir: c.data_dir.clone(),
+        exports: results.join("exports"),
+        embeddings: results.join("embeddings"),
+        model_dir: c
+            .model
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(&campaign.model)),
+        prepare: campaign.prepare.clone(),
+    }
+}
+
+fn run(cli: Cli) -> Result<ExitCode> {
+    match cli.command {
+        Command::RunMatrix(a) => {
+            let (campaign, origin) = Campaign::load(a.common.campaign.as_deref())?;
+            let results = a
+                .common
+                .results
+                .clone()
+                .unwrap_or_else(|| PathBuf::from(&campaign.results));
+            let datasets = default_datasets(&a.datasets, &campaign, a.common.data_dir.is_some())?;
+            let legs = select(&a.legs, campaign.legs.keys(), "leg")?;
+            let (threads, thread_source) =
+                contract::pinned_threads(a.threads).map_err(anyhow::Error::msg)?;
+            let settings = matrix::MatrixSettings {
+                data: data_settings(&a.common, &campaign, &results),
+                results,
+                datasets,
+                legs,
+                limit: a.limit,
+                force: a.force,
+                threads,
+                thread_source,
+                progress: !a.quiet,
+            };
+            if a.show_settings {
+                println!("campaign: {origin}\n{settings:#?}");
+                return Ok(ExitCode::SUCCESS);
+            }
+            let started = std::time::Instant::now();
+            let cells = matrix::run(&campaign, &settings)?;
+            let count = |o: CellOutcome| cells.iter().filter(|(_, x)| *x == o).count();
+            eprintln!(
+                "{} cells: {} computed, {} cached, {} missing inputs; {:.2} s; matrix written to {}",
+                cells.len(),
+                count(CellOutcome::Computed),
+                count(CellOutcome::Cached),
+                count(CellOutcome::Missing),
+                started.elapsed().as_secs_f64(),
+                settings.results.join("matrix.md").display()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Prepare(a) => {
+            let (campaign, _) = Campaign::load(a.common.campaign.as_deref())?;
+            let results = a
+                .common
+                .results
+                .clone()
+                .unwrap_or_else(|| PathBuf::from(&campaign.results));
+            let datasets = default_datasets(&a.datasets, &campaign, a.common.data_dir.is_some())?;
+            let ds = data_settings(&a.common, &campaign, &results);
+            for name in datasets {
+                match data::open(&campaign, &name, &ds, !a.quiet)? {
+                    data::DatasetState::Ready(e) => {
+                        let s = &e.manifest.stats;
+                        println!(
+                            "{name}: {} chunks, {} documents, {} queries, {} gold chunks, {} with chain, {} with header; {} BM25 terms; model {}; export {}",
+                            s.chunks, s.documents, s.queries, s.gold_chunks, s.queries_with_chain, s.chunks_with_header, s.bm25_terms, e.manifest.model_id, e.dir.display()
+                        );
+                    }
+                    data::DatasetState::Missing(reason) => println!("{name}: missing: {reason}"),
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Compare(a) => {
+            let (campaign, _) = Campaign::load(a.campaign.as_deref())?;
+            for d in [&a.a, &a.b] {
+                if !d.join("cells").is_dir() {
+                    anyhow::bail!(
+                        "{}: not a results directory (no cells/ inside)",
+                        d.display()
+                    );
+                }
+            }
+            let c = compare::compare(&a.a, &a.b, &campaign.stats)?;
+            print!("{}", compare::table(&c));
+            if let Some(path) = a.json {
+                let text = serde_json::to_string_pretty(&c).expect("comparison serialises") + "\n";
+                fsx::write_atomic(&path, text.as_bytes())
+                    .with_context(|| format!("{}", path.display()))?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Datasets(c) => {
+            let (campaign, origin) = Campaign::load(c.campaign.as_deref())?;
+            println!("campaign: {origin}");
+            for (name, spec) in &campaign.datasets {
+                let status = data::availability(&campaign, name, c.data_dir.as_deref());
+                println!(
+                    "{name:<28} {:<10} {}",
+                    format!("{:?}", spec.format).to_lowercase(),
+                    status
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Legs(c) => {
+            let (campaign, origin) = Campaign::load(c.campaign.as_deref())?;
+            println!("campaign: {origin}");
+            for (name, spec) in &campaign.legs {
+                println!(
+                    "{name:<24} {}",
+                    serde_json::to_string(spec).expect("spec serialises")
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// `all` without a data directory means the datasets that need no files (the embedded default):
+/// a fresh clone runs the whole matrix with no download. With a data directory, `all` is all.
+fn default_datasets(arg: &str, campaign: &Campaign, have_data: bool) -> Result<Vec<String>> {
+    let all = select(arg, campaign.datasets.keys(), "dataset")?;
+    if arg.trim() == "all" && !have_data {
+        let generated: Vec<String> = all
+            .into_iter()
+            .filter(|n| !data::needs_files(campaign, n))
+            .collect();
+        eprintln!(
+            "no data directory (--data-dir or HOPBENCH_DATA): running the generated datasets only ({})",
+            generated.join(", ")
+        );
+        return Ok(generated);
+    }
+    Ok(all)
+}

@@ -1,0 +1,270 @@
+//! The matrix runner: plans cells (dataset x leg), reuses cached ones, runs the rest, writes
+//! summaries, per-query records and TREC run files, and prints the matrix table.
+//!
+//! Queries of a cell run in parallel on a rayon pool with the pinned thread count, each query on
+//! one thread, and results are collected in dataset order: the numbers cannot depend on the
+//! thread count, only the timings can.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use hopbench_datasets::export::Export;
+use hopbench_legs::{LegError, QueryInput};
+use indicatif::{ProgressBar, ProgressStyle};
+use rayon::prelude::*;
+
+use crate::campaign::Campaign;
+use crate::contract::{Contract, ThreadSource};
+use crate::data::{self, DatasetState};
+use crate::evaluate::{self, QueryResult};
+use crate::summary::{self, CellInputs, CellPaths, CellSummary, Dist, Latency, Status, Timing};
+use crate::{cache, report, trec};
+
+/// Resolved settings of one `run-matrix` invocation.
+#[derive(Debug, Clone)]
+pub struct MatrixSettings {
+    /// Results directory.
+    pub results: PathBuf,
+    /// Datasets to run, in order.
+    pub datasets: Vec<String>,
+    /// Legs to run, in order.
+    pub legs: Vec<String>,
+    /// Evaluate only the first N queries of each dataset.
+    pub limit: Option<usize>,
+    /// Recompute cells whose key matches.
+    pub force: bool,
+    /// Pinned thread count.
+    pub threads: usize,
+    /// Where it was pinned.
+    pub thread_source: ThreadSource,
+    /// Where raw datasets are read from.
+    pub data: data::DataSettings,
+    /// Show progress bars.
+    pub progress: bool,
+}
+
+/// What happened to a cell in this invocation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CellOutcome {
+    /// Computed now.
+    Computed,
+    /// Key matched a summary on disk.
+    Cached,
+    /// Recorded as missing inputs.
+    Missing,
+}
+
+/// Runs the matrix; returns each cell's summary and outcome, in dataset-then-leg order.
+pub fn run(campaign: &Campaign, s: &MatrixSettings) -> Result<Vec<(CellSummary, CellOutcome)>> {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(s.threads)
+        .build()
+        .context("cannot start the thread pool")?;
+    let contract = Contract::current();
+    let mut out = Vec::new();
+    for dataset in &s.datasets {
+        let state = data::open(campaign, dataset, &s.data, s.progress)?;
+        if let DatasetState::Ready(export) = &state {
+            let n = query_indices(export, s.limit).len();
+            eprintln!(
+                "{dataset}: {} chunks, {} queries evaluated{}",
+                export.chunks.len(),
+                n,
+                if n < export.queries.len() {
+                    format!(" (of {}, --limit)", export.queries.len())
+                } else {
+                    String::new()
+                }
+            );
+            let qrels = trec::qrels_text(export, &query_indices(export, s.limit));
+            trec::write(
+                &s.results.join("runs").join(dataset).join("qrels.txt"),
+                &qrels,
+            )?;
+        }
+        for leg in &s.legs {
+            let cell = run_cell(campaign, s, &contract, &pool, dataset, leg, &state)
+                .with_context(|| format!("cell {dataset} x {leg}"))?;
+            out.push(cell);
+        }
+    }
+    let table = report::matrix_table(&out.iter().map(|(c, _)| c.clone()).collect::<Vec<_>>());
+    println!("{table}");
+    let all = report::collect_summaries(&s.results)?;
+    crate::fsx::write_atomic(
+        &s.results.join("matrix.md"),
+        report::matrix_markdown(&all).as_bytes(),
+    )?;
+    Ok(out)
+}
+
+/// Indices of the evaluated queries (the first `limit`, in dataset order).
+pub fn query_indices(export: &Export, limit: Option<usize>) -> Vec<usize> {
+    (0..export.queries.len().min(limit.unwrap_or(usize::MAX))).collect()
+}
+
+fn query_set_hash(export: &Export, idx: &[usize]) -> String {
+    let ident: Vec<(&str, Vec<&str>)> = idx
+        .iter()
+        .map(|&q| {
+            let r = &export.queries[q];
+            (
+                r.id.as_str(),
+                r.gold
+                    .iter()
+                    .map(|&g| export.chunks[g as usize].id.as_str())
+                    .collect(),
+            )
+        })
+        .collect();
+    cache::key_of(&ident)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_cell(
+    campaign: &Campaign,
+    s: &MatrixSettings,
+    contract: &Contract,
+    pool: &rayon::ThreadPool,
+    dataset: &str,
+    leg_name: &str,
+    state: &DatasetState,
+) -> Result<(CellSummary, CellOutcome)> {
+    let spec = &campaign.legs[leg_name];
+    let paths = CellPaths::new(&s.results, dataset, leg_name);
+    let (export, idx) = match state {
+        DatasetState::Ready(e) => (Some(e.clone()), query_indices(e, s.limit)),
+        DatasetState::Missing(_) => (None, Vec::new()),
+    };
+    let inputs = CellInputs {
+        export: export.as_ref().map(|e| e.manifest.content_hash()),
+        model_id: export.as_ref().map(|e| e.manifest.model_id.clone()),
+        leg_config: serde_json::to_value(spec).expect("leg spec serialises"),
+        query_set: export.as_ref().map(|e| query_set_hash(e, &idx)),
+        limit: s.limit,
+        recall_k: campaign.recall_k.clone(),
+        ci: campaign.stats.clone(),
+        code_version: cache::code_version().to_string(),
+        contract: contract.clone(),
+    };
+    let key = cache::key_of(&inputs);
+
+    let export = match state {
+        DatasetState::Missing(reason) => {
+            let cell = CellSummary::without_numbers(
+                dataset,
+                leg_name,
+                Status::MissingInputs,
+                reason.clone(),
+                key,
+                inputs,
+            );
+            summary::write_summary(&paths.summary, &cell)?;
+            return Ok((cell, CellOutcome::Missing));
+        }
+        DatasetState::Ready(e) => e.clone(),
+    };
+
+    if !s.force {
+        if let Ok(prev) = summary::read_summary(&paths.summary) {
+            if prev.key == key
+                && (prev.status != Status::Ok || paths.records.exists())
+                && prev.status != Status::Error
+            {
+                return Ok((prev, CellOutcome::Cached));
+            }
+        }
+    }
+
+    let leg = match spec.build(leg_name, export.clone()) {
+        Ok(l) => l,
+        Err(LegError::MissingInputs(reason)) => {
+            let cell = CellSummary::without_numbers(
+                dataset,
+                leg_name,
+                Status::MissingInputs,
+                reason,
+                key,
+                inputs,
+            );
+            summary::write_summary(&paths.summary, &cell)?;
+            return Ok((cell, CellOutcome::Missing));
+        }
+        Err(e) => return Err(e.into()),
+    };
+
+    let names = evaluate::metric_names(&campaign.recall_k);
+    let bar = progress_bar(
+        s.progress,
+        idx.len() as u64,
+        &format!("{dataset} x {leg_name}"),
+    );
+    let started = Instant::now();
+    let results: Vec<QueryResult> = pool.install(|| {
+        idx.par_iter()
+            .map(|&q| {
+                let input = QueryInput::from_export(&export, q);
+                let t0 = Instant::now();
+                let retrieval = leg.retrieve(&input);
+                let t1 = Instant::now();
+                let selection = leg.select(&input, &retrieval, None);
+                let t2 = Instant::now();
+                let rec = &export.queries[q];
+                let r = QueryResult {
+                    id: rec.id.clone(),
+                    metrics: evaluate::evaluate(&export, rec, &selection, &campaign.recall_k),
+                    tokens_selected: selection.tokens,
+                    tokens_at_10: evaluate::tokens_of_prefix(&export, &selection, evaluate::CUT),
+                    selected: selection.chunks.len(),
+                    diagnostics: retrieval.diagnostics,
+                    ranked: selection.chunks,
+                    retrieve_ms: (t1 - t0).as_secs_f64() * 1e3,
+                    select_ms: (t2 - t1).as_secs_f64() * 1e3,
+                };
+                bar.inc(1);
+                r
+            })
+            .collect()
+    });
+    let wall_ms = started.elapsed().as_secs_f64() * 1e3;
+    bar.finish_and_clear();
+
+    let lat =
+        |f: &dyn Fn(&QueryResult) -> f64| Dist::of(&results.iter().map(f).collect::<Vec<_>>());
+    let timing = Timing {
+        threads: s.threads,
+        thread_source: s.thread_source,
+        wall_ms,
+        latency_ms: Latency {
+            retrieve: lat(&|r| r.retrieve_ms),
+            select: lat(&|r| r.select_ms),
+            total: lat(&|r| r.retrieve_ms + r.select_ms),
+        },
+    };
+    let cell = CellSummary::from_results(dataset, leg_name, key, inputs, &names, &results, timing);
+    let ids: Vec<String> = results.iter().map(|r| r.id.clone()).collect();
+    let ranked: Vec<Vec<u32>> = results.iter().map(|r| r.ranked.clone()).collect();
+    trec::write(
+        &paths.run,
+        &trec::run_text(&export, &ids, &ranked, &format!("hopbench-{leg_name}")),
+    )?;
+    summary::write_records(&paths.records, &names, &results)?;
+    // the summary goes last: a summary on disk means its records and run file are complete
+    summary::write_summary(&paths.summary, &cell)?;
+    Ok((cell, CellOutcome::Computed))
+}
+
+fn progress_bar(show: bool, len: u64, label: &str) -> ProgressBar {
+    if !show {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(len);
+    bar.set_style(
+        ProgressStyle::with_template("{prefix:>32} [{bar:30}] {pos}/{len} queries {elapsed}")
+            .expect("valid template")
+            .progress_chars("=> "),
+    );
+    bar.set_prefix(label.to_string());
+    bar
+}

@@ -1,0 +1,422 @@
+//! Paired statistics for comparing two runs over the same queries.
+//!
+//! Every random draw comes from [`SplitMix64`] seeded by the caller and consumed
+//! sequentially on one thread — no `rand` crate, no clock — so a CI or p-value is
+//! bit-identical on every machine and at every thread count, as the harness's
+//! determinism contract requires.
+
+use serde::{Deserialize, Serialize};
+use statrs::distribution::{ContinuousCDF, StudentsT};
+
+/// SplitMix64 (Steele, Lea & Flood 2014): a tiny, well-mixed, fully specified
+/// generator, so the stream for a seed is the same everywhere.
+#[derive(Debug, Clone)]
+pub struct SplitMix64 {
+    state: u64,
+}
+
+impl SplitMix64 {
+    pub fn new(seed: u64) -> Self {
+        Self { state: seed }
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform integer in `0..n` (`n > 0`), unbiased (Lemire's multiply-and-reject),
+    /// so resampling indices carries no modulo bias.
+    pub fn below(&mut self, n: u64) -> u64 {
+        assert!(n > 0, "below(0)");
+        let mut m = u128::from(self.next_u64()) * u128::from(n);
+        if (m as u64) < n {
+            let threshold = n.wrapping_neg() % n;
+            while (m as u64) < threshold {
+                m = u128::from(self.next_u64()) * u128::from(n);
+            }
+        }
+        (m >> 64) as u64
+    }
+}
+
+/// A confidence interval for a mean (or a mean difference).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Ci {
+    /// The point estimate: the sample mean of the inputs (not a bootstrap mean).
+    pub mean: f64,
+    pub lo: f64,
+    pub hi: f64,
+    /// Number of observations (queries) the interval is over.
+    pub n: usize,
+}
+
+/// Why a statistic could not be computed. Returned instead of panicking or NaN.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum StatsError {
+    #[error("no values")]
+    Empty,
+    #[error("paired inputs differ in length: {a} vs {b}")]
+    LengthMismatch { a: usize, b: usize },
+    #[error("non-finite value in input")]
+    NonFinite,
+    #[error("confidence must be in (0, 1), got {0}")]
+    BadConfidence(f64),
+    #[error("resample/permutation count must be > 0")]
+    ZeroResamples,
+}
+
+fn check_values(values: &[f64]) -> Result<(), StatsError> {
+    if values.is_empty() {
+        return Err(StatsError::Empty);
+    }
+    if values.iter().any(|v| !v.is_finite()) {
+        return Err(StatsError::NonFinite);
+    }
+    Ok(())
+}
+
+fn check_confidence(confidence: f64) -> Result<(), StatsError> {
+    if confidence > 0.0 && confidence < 1.0 {
+        Ok(())
+    } else {
+        Err(StatsError::BadConfidence(confidence))
+    }
+}
+
+/// Per-query differences `b[i] - a[i]`, after checking the pair is comparable.
+fn paired_diffs(a: &[f64], b: &[f64]) -> Result<Vec<f64>, StatsError> {
+    if a.len() != b.len() {
+        return Err(StatsError::LengthMismatch {
+            a: a.len(),
+            b: b.len(),
+        });
+    }
+    check_values(a)?;
+    check_values(b)?;
+    Ok(a.iter().zip(b).map(|(x, y)| y - x).collect())
+}
+
+fn mean_of(values: &[f64]) -> f64 {
+    values.iter().sum::<f64>() / values.len() as f64
+}
+
+/// Percentile bootstrap CI of the mean.
+///
+/// Draws `resamples` samples of size n with replacement (indices from
+/// `SplitMix64::new(seed)`), takes each sample's mean, and reports the
+/// `(1-confidence)/2` and `(1+confidence)/2` quantiles of those means (linear
+/// interpolation, as [`crate::metrics::percentile`]). `mean` is the sample mean.
+pub fn bootstrap_mean_ci(
+    values: &[f64],
+    resamples: usize,
+    confidence: f64,
+    seed: u64,
+) -> Result<Ci, StatsError> {
+    check_values(values)?;
+    check_confidence(confidence)?;
+    if resamples == 0 {
+        return Err(StatsError::ZeroResamples);
+    }
+    let n = values.len();
+    let mut rng = SplitMix64::new(seed);
+    let means: Vec<f64> = (0..resamples)
+        .map(|_| {
+            let s: f64 = (0..n).map(|_| values[rng.below(n as u64) as usize]).sum();
+            s / n as f64
+        })
+        .collect();
+    let alpha = 1.0 - confidence;
+    let q = |p: f64| crate::metrics::percentile(&means, 100.0 * p).expect("finite, non-empty");
+    Ok(Ci {
+        mean: mean_of(values),
+        lo: q(alpha / 2.0),
+        hi: q(1.0 - alpha / 2.0),
+        n,
+    })
+}
+
+/// Paired bootstrap CI of `mean(b - a)`: queries are resampled as pairs, which
+/// is the same as bootstrapping the per-query differences. Positive = `b` better
+/// (for a higher-is-better metric).
+pub fn paired_bootstrap_ci(
+    a: &[f64],
+    b: &[f64],
+    resamples: usize,
+    confidence: f64,
+    seed: u64,
+) -> Result<Ci, StatsError> {
+    bootstrap_mean_ci(&paired_diffs(a, b)?, resamples, confidence, seed)
+}
+
+/// Two-sided paired sign-flip randomization test of `mean(b - a) = 0`.
+///
+/// Under the null each query's difference is equally likely to have either sign,
+/// so each of `permutations` rounds flips every difference's sign with an
+/// independent fair bit and counts rounds whose `|Σ d|` is at least the observed
+/// `|Σ d|` (minus a relative 1e-12 tolerance so exact ties count as extreme
+/// despite float reassociation). Returns `(count + 1) / (permutations + 1)`, the
+/// +1 correction that keeps the p-value valid (never 0). Returns exactly 1.0
+/// when every difference is 0 (nothing to test).
+pub fn randomization_test(
+    a: &[f64],
+    b: &[f64],
+    permutations: usize,
+    seed: u64,
+) -> Result<f64, StatsError> {
+    let d = paired_diffs(a, b)?;
+    if permutations == 0 {
+        return Err(StatsError::ZeroResamples);
+    }
+    if d.iter().all(|&x| x == 0.0) {
+        return Ok(1.0);
+    }
+    let observed = d.iter().sum::<f64>().abs();
+    let tolerance = 1e-12 * d.iter().map(|x| x.abs()).sum::<f64>();
+    let mut rng = SplitMix64::new(seed);
+    let mut extreme = 0usize;
+    for _ in 0..permutations {
+        let mut bits = 0u64;
+        let mut sum = 0.0;
+        for (i, &x) in d.iter().enumerate() {
+            if i % 64 == 0 {
+                bits = rng.next_u64();
+            }
+            sum += if bits & 1 == 1 { -x } else { x };
+            bits >>= 1;
+        }
+        if sum.abs() >= observed - tolerance {
+            extreme += 1;
+        }
+    }
+    Ok((extreme + 1) as f64 / (permutations + 1) as f64)
+}
+
+/// Holm–Bonferroni step-down adjusted p-values, returned in the input order.
+///
+/// With the m p-values sorted ascending `p(1) ≤ … ≤ p(m)`, the adjusted value of
+/// `p(j)` is `min(1, max_{i ≤ j} (m - i + 1)·p(i))` — the running max makes the
+/// adjustment monotone in the raw p-value. Ties keep input order (stable sort).
+/// A NaN input yields NaN at its position and does not affect the others
+/// (it is still counted in m, which is conservative).
+pub fn holm(p_values: &[f64]) -> Vec<f64> {
+    let m = p_values.len();
+    let mut order: Vec<usize> = (0..m).collect();
+    order.sort_by(|&i, &j| p_values[i].total_cmp(&p_values[j]));
+    let mut out = vec![f64::NAN; m];
+    let mut running = 0.0f64;
+    for (rank, &i) in order.iter().enumerate() {
+        let p = p_values[i];
+        if p.is_nan() {
+            continue;
+        }
+        running = running.max(((m - rank) as f64 * p).min(1.0));
+        out[i] = running;
+    }
+    out
+}
+
+/// Parametric Student-t CI of the mean: `mean ± t_{(1+confidence)/2, n-1} · s/√n`
+/// with `s` the sample standard deviation (n-1 denominator), shown beside the
+/// bootstrap as a cross-check.
+///
+/// NaN-free by construction: with n = 1 (no spread information) or zero sample
+/// variance the interval is degenerate, `lo = hi = mean`; `n` in the result lets
+/// a reader tell a one-query interval from a certain one. Empty input is an error.
+pub fn t_mean_ci(values: &[f64], confidence: f64) -> Result<Ci, StatsError> {
+    check_values(values)?;
+    check_confidence(confidence)?;
+    let n = values.len();
+    let mean = mean_of(values);
+    let ss: f64 = values.iter().map(|v| (v - mean).powi(2)).sum();
+    let degenerate = Ci {
+        mean,
+        lo: mean,
+        hi: mean,
+        n,
+    };
+    if n < 2 || ss == 0.0 {
+        return Ok(degenerate);
+    }
+    let se = (ss / (n - 1) as f64).sqrt() / (n as f64).sqrt();
+    let t = StudentsT::new(0.0, 1.0, (n - 1) as f64)
+        .expect("n >= 2 gives valid freedom")
+        .inverse_cdf((1.0 + confidence) / 2.0);
+    Ok(Ci {
+        mean,
+        lo: mean - t * se,
+        hi: mean + t * se,
+        n,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Deterministic pseudo-data: uniform in [0, 1).
+    fn uniform(n: usize, seed: u64) -> Vec<f64> {
+        let mut r = SplitMix64::new(seed);
+        (0..n)
+            .map(|_| (r.next_u64() >> 11) as f64 / (1u64 << 53) as f64)
+            .collect()
+    }
+
+    #[test]
+    fn splitmix_reference_values() {
+        // Reference output of SplitMix64 seeded with 1234567 (Vigna's splitmix64.c).
+        let mut r = SplitMix64::new(1234567);
+        assert_eq!(r.next_u64(), 6457827717110365317);
+        assert_eq!(r.next_u64(), 3203168211198807973);
+        assert_eq!(r.next_u64(), 9817491932198370423);
+    }
+
+    #[test]
+    fn below_stays_in_range() {
+        let mut r = SplitMix64::new(7);
+        assert!((0..10_000).all(|_| r.below(3) < 3));
+        assert_eq!(r.below(1), 0);
+    }
+
+    #[test]
+    fn holm_hand_computed() {
+        // m = 4. Sorted: 0.01 (idx 1), 0.02 (idx 3), 0.03 (idx 0), 0.04 (idx 2).
+        //   0.01·4 = 0.04
+        //   0.02·3 = 0.06 -> max(0.04, 0.06) = 0.06
+        //   0.03·2 = 0.06 -> 0.06
+        //   0.04·1 = 0.04 -> running max keeps 0.06 (monotone)
+        let adj = holm(&[0.03, 0.01, 0.04, 0.02]);
+        let want = [0.06, 0.04, 0.06, 0.06];
+        for (a, w) in adj.iter().zip(want) {
+            assert!((a - w).abs() < 1e-12, "{adj:?}");
+        }
+        // Capped at 1: 0.4·3 = 1.2 -> 1; 0.5·2 = 1.0; 0.9·1 -> running max 1.
+        assert_eq!(holm(&[0.5, 0.4, 0.9]), vec![1.0, 1.0, 1.0]);
+        assert!(holm(&[]).is_empty());
+        assert_eq!(holm(&[0.2]), vec![0.2]);
+    }
+
+    #[test]
+    fn randomization_identical_is_one() {
+        let a = uniform(50, 1);
+        assert_eq!(randomization_test(&a, &a, 1000, 42), Ok(1.0));
+    }
+
+    #[test]
+    fn randomization_strong_shift_is_significant() {
+        let a = uniform(100, 1);
+        let b: Vec<f64> = uniform(100, 2).iter().map(|x| x + 0.5).collect();
+        let p = randomization_test(&a, &b, 9999, 42).unwrap();
+        // No flip can reach the observed sum, so p is the floor 1/10000.
+        assert!(p < 0.01, "p = {p}");
+        assert_eq!(p, 1.0 / 10_000.0);
+        // No shift (two draws of the same distribution): not significant.
+        let p0 = randomization_test(&a, &uniform(100, 2), 9999, 42).unwrap();
+        assert!(p0 > 0.05, "p0 = {p0}");
+    }
+
+    #[test]
+    fn randomization_is_deterministic_and_symmetric() {
+        let a = uniform(40, 3);
+        let b: Vec<f64> = uniform(40, 4).iter().map(|x| x + 0.1).collect();
+        let p1 = randomization_test(&a, &b, 2000, 9).unwrap();
+        let p2 = randomization_test(&a, &b, 2000, 9).unwrap();
+        assert_eq!(p1.to_bits(), p2.to_bits());
+        // Two-sided: swapping the runs gives the same p.
+        assert_eq!(randomization_test(&b, &a, 2000, 9).unwrap(), p1);
+    }
+
+    #[test]
+    fn bootstrap_contains_mean_and_is_deterministic() {
+        let v = uniform(200, 5);
+        let c1 = bootstrap_mean_ci(&v, 2000, 0.95, 17).unwrap();
+        let c2 = bootstrap_mean_ci(&v, 2000, 0.95, 17).unwrap();
+        assert_eq!(c1.mean.to_bits(), c2.mean.to_bits());
+        assert_eq!(c1.lo.to_bits(), c2.lo.to_bits());
+        assert_eq!(c1.hi.to_bits(), c2.hi.to_bits());
+        assert!(c1.lo < c1.mean && c1.mean < c1.hi, "{c1:?}");
+        assert_eq!(c1.n, 200);
+        // Roughly matches the t interval for a smooth sample this size.
+        let t = t_mean_ci(&v, 0.95).unwrap();
+        assert!(((c1.hi - c1.lo) / (t.hi - t.lo) - 1.0).abs() < 0.15);
+    }
+
+    #[test]
+    fn ci_width_shrinks_with_n() {
+        let small = uniform(50, 6);
+        let large = uniform(2000, 6);
+        let bs = bootstrap_mean_ci(&small, 1000, 0.95, 1).unwrap();
+        let bl = bootstrap_mean_ci(&large, 1000, 0.95, 1).unwrap();
+        assert!(bl.hi - bl.lo < bs.hi - bs.lo);
+        let ts = t_mean_ci(&small, 0.95).unwrap();
+        let tl = t_mean_ci(&large, 0.95).unwrap();
+        assert!(tl.hi - tl.lo < ts.hi - ts.lo);
+    }
+
+    #[test]
+    fn paired_ci_of_difference() {
+        let a = [0.1, 0.2, 0.3, 0.4];
+        let b = [0.3, 0.4, 0.5, 0.6];
+        // Every difference is exactly 0.2 up to float error -> a (near) point CI at 0.2.
+        let c = paired_bootstrap_ci(&a, &b, 500, 0.9, 3).unwrap();
+        assert!((c.mean - 0.2).abs() < 1e-12);
+        assert!((c.lo - 0.2).abs() < 1e-12 && (c.hi - 0.2).abs() < 1e-12);
+        assert_eq!(c.n, 4);
+    }
+
+    #[test]
+    fn t_ci_hand_computed_and_degenerate() {
+        // [1, 2, 3]: mean 2, s = 1, se = 1/√3, t_{0.975, 2} = 4.302652729911275.
+        let c = t_mean_ci(&[1.0, 2.0, 3.0], 0.95).unwrap();
+        let half = 4.302652729911275 / 3f64.sqrt();
+        assert!((c.lo - (2.0 - half)).abs() < 1e-9 && (c.hi - (2.0 + half)).abs() < 1e-9);
+        let one = t_mean_ci(&[0.7], 0.95).unwrap();
+        assert_eq!((one.lo, one.mean, one.hi, one.n), (0.7, 0.7, 0.7, 1));
+        let flat = t_mean_ci(&[0.5; 4], 0.95).unwrap();
+        assert_eq!((flat.lo, flat.hi), (0.5, 0.5));
+    }
+
+    #[test]
+    fn errors_instead_of_panics() {
+        let mismatch = StatsError::LengthMismatch { a: 2, b: 3 };
+        assert_eq!(
+            paired_bootstrap_ci(&[1.0, 2.0], &[1.0, 2.0, 3.0], 10, 0.95, 0),
+            Err(mismatch.clone())
+        );
+        assert_eq!(
+            randomization_test(&[1.0, 2.0], &[1.0, 2.0, 3.0], 10, 0),
+            Err(mismatch)
+        );
+        assert_eq!(bootstrap_mean_ci(&[], 10, 0.95, 0), Err(StatsError::Empty));
+        assert_eq!(randomization_test(&[], &[], 10, 0), Err(StatsError::Empty));
+        assert_eq!(t_mean_ci(&[], 0.95), Err(StatsError::Empty));
+        assert_eq!(
+            bootstrap_mean_ci(&[1.0], 10, 1.0, 0),
+            Err(StatsError::BadConfidence(1.0))
+        );
+        assert_eq!(
+            bootstrap_mean_ci(&[1.0], 0, 0.95, 0),
+            Err(StatsError::ZeroResamples)
+        );
+        assert_eq!(
+            t_mean_ci(&[1.0, f64::NAN], 0.95),
+            Err(StatsError::NonFinite)
+        );
+    }
+
+    #[test]
+    fn ci_serde_roundtrip() {
+        let c = Ci {
+            mean: 0.5,
+            lo: 0.25,
+            hi: 0.75,
+            n: 3,
+        };
+        let s = serde_json::to_string(&c).unwrap();
+        assert_eq!(s, r#"{"mean":0.5,"lo":0.25,"hi":0.75,"n":3}"#);
+        assert_eq!(serde_json::from_str::<Ci>(&s).unwrap(), c);
+    }
+}

@@ -1,0 +1,363 @@
+//! The cell summary: `results/cells/<dataset>/<leg>.summary.json` (schema below, versioned), and
+//! its per-query records beside it (`<leg>.queries.parquet`).
+//!
+//! Everything outside `timing` is a deterministic function of the cell's inputs: two runs of
+//! the same key give byte-identical JSON once `timing` is removed, at any thread count. Maps are
+//! `BTreeMap`s so key order is stable; floats are printed by serde_json's shortest round-trip
+//! formatting, which is deterministic.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use hopbench_datasets::parquet_io::{self as pq, Columns};
+use serde::{Deserialize, Serialize};
+
+use crate::contract::{Contract, ThreadSource};
+use crate::evaluate::QueryResult;
+use crate::fsx;
+use crate::metrics;
+use crate::stats;
+
+/// Version of the summary schema.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Whether the cell has numbers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Status {
+    /// Measured.
+    Ok,
+    /// The dataset or the leg lacks an input (files absent, no context headers, ...): no numbers,
+    /// never zeros.
+    MissingInputs,
+    /// The cell failed; `reason` says why.
+    Error,
+}
+
+/// Everything the cell's numbers depend on; its blake3 is the cell key.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CellInputs {
+    /// Content hash of the export (None when the dataset could not be prepared).
+    pub export: Option<String>,
+    /// Embedding model identity of the export.
+    pub model_id: Option<String>,
+    /// The leg's resolved configuration (kind and every parameter, defaults filled in).
+    pub leg_config: serde_json::Value,
+    /// blake3 over the evaluated query ids and their gold (after `--limit`).
+    pub query_set: Option<String>,
+    /// `--limit`, if any.
+    pub limit: Option<usize>,
+    /// recall@k cut-offs.
+    pub recall_k: Vec<usize>,
+    /// Bootstrap settings of the CIs.
+    pub ci: crate::campaign::StatsConfig,
+    /// Package version + executable hash.
+    pub code_version: String,
+    /// The determinism contract.
+    pub contract: Contract,
+}
+
+/// Median, p95 and mean of a latency sample (ms).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Dist {
+    /// Median (linear interpolation).
+    pub median: f64,
+    /// 95th percentile (linear interpolation).
+    pub p95: f64,
+    /// Mean.
+    pub mean: f64,
+}
+
+impl Dist {
+    /// The distribution of `values` (all zeros when empty).
+    pub fn of(values: &[f64]) -> Dist {
+        Dist {
+            median: metrics::median(values).unwrap_or(0.0),
+            p95: metrics::percentile(values, 95.0).unwrap_or(0.0),
+            mean: metrics::mean(values.iter().copied()).unwrap_or(0.0),
+        }
+    }
+}
+
+/// Per-query latency of the cell's two halves and their sum.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Latency {
+    /// `retrieve`.
+    pub retrieve: Dist,
+    /// `select`.
+    pub select: Dist,
+    /// `retrieve + select`.
+    pub total: Dist,
+}
+
+/// The non-deterministic half of a summary.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Timing {
+    /// Pinned thread count.
+    pub threads: usize,
+    /// Where it was pinned.
+    pub thread_source: ThreadSource,
+    /// Wall time of the whole cell (ms).
+    pub wall_ms: f64,
+    /// Per-query latency (ms).
+    pub latency_ms: Latency,
+}
+
+/// Token spend of the selected contexts (heuristic tokens).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Tokens {
+    /// Mean tokens of the whole selection.
+    pub selected_mean: f64,
+    /// Mean tokens of the first 10 selected chunks.
+    pub at_10_mean: f64,
+}
+
+/// One cell's summary.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CellSummary {
+    /// [`SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// Dataset name.
+    pub dataset: String,
+    /// Leg name.
+    pub leg: String,
+    /// Status.
+    pub status: Status,
+    /// Why the status is not `ok`.
+    pub reason: Option<String>,
+    /// blake3 of `inputs`.
+    pub key: String,
+    /// What the numbers depend on.
+    pub inputs: CellInputs,
+    /// Queries evaluated.
+    pub queries: usize,
+    /// Mean of each metric (`null`: undefined on every query, e.g. no published chain).
+    pub metrics: BTreeMap<String, Option<f64>>,
+    /// Percentile-bootstrap 95% CI of each mean (fixed seed).
+    pub metrics_ci95: BTreeMap<String, [f64; 2]>,
+    /// Queries each mean is over (chain metrics only count queries with a chain).
+    pub metrics_defined: BTreeMap<String, usize>,
+    /// Token spend.
+    pub tokens: Tokens,
+    /// Means of the leg's per-query diagnostics.
+    pub diagnostics: BTreeMap<String, f64>,
+    /// Timing (excluded from identity checks).
+    pub timing: Option<Timing>,
+}
+
+impl CellSummary {
+    /// A summary with no numbers (missing inputs or error).
+    pub fn without_numbers(
+        dataset: &str,
+        leg: &str,
+        status: Status,
+        reason: String,
+        key: String,
+        inputs: CellInputs,
+    ) -> Self {
+        CellSummary {
+            schema_version: SCHEMA_VERSION,
+            dataset: dataset.into(),
+            leg: leg.into(),
+            status,
+            reason: Some(reason),
+            key,
+            inputs,
+            queries: 0,
+            metrics: BTreeMap::new(),
+            metrics_ci95: BTreeMap::new(),
+            metrics_defined: BTreeMap::new(),
+            tokens: Tokens::default(),
+            diagnostics: BTreeMap::new(),
+            timing: None,
+        }
+    }
+
+    /// Aggregates per-query results into an `ok` summary.
+    #[allow(clippy::too_many_arguments)]
+    pub fn from_results(
+        dataset: &str,
+        leg: &str,
+        key: String,
+        inputs: CellInputs,
+        names: &[String],
+        results: &[QueryResult],
+        timing: Timing,
+    ) -> Self {
+        let mut s =
+            CellSummary::without_numbers(dataset, leg, Status::Ok, String::new(), key, inputs);
+        s.reason = None;
+        s.queries = results.len();
+        for name in names {
+            let per_query = || {
+                results
+                    .iter()
+                    .map(|r| r.metrics.get(name).copied().flatten())
+            };
+            let m = metrics::mean_opt(per_query());
+            s.metrics.insert(name.clone(), m.mean);
+            s.metrics_defined.insert(name.clone(), m.defined);
+            let values: Vec<f64> = per_query().flatten().collect();
+            let ci = &s.inputs.ci;
+            if let Ok(c) = stats::bootstrap_mean_ci(&values, ci.resamples, 0.95, ci.seed) {
+                s.metrics_ci95.insert(name.clone(), [c.lo, c.hi]);
+            }
+        }
+        let n = results.len().max(1) as f64;
+        s.tokens = Tokens {
+            selected_mean: results
+                .iter()
+                .map(|r| r.tokens_selected as f64)
+                .sum::<f64>()
+                / n,
+            at_10_mean: results.iter().map(|r| r.tokens_at_10 as f64).sum::<f64>() / n,
+        };
+        let mut diag: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+        for r in results {
+            for (k, v) in &r.diagnostics {
+                diag.entry(k.clone()).or_default().push(*v);
+            }
+        }
+        s.diagnostics = diag
+            .into_iter()
+            .map(|(k, v)| (k, metrics::mean(v).unwrap_or(0.0)))
+            .collect();
+        s.timing = Some(timing);
+        s
+    }
+}
+
+/// Paths of a cell's files.
+#[derive(Debug, Clone)]
+pub struct CellPaths {
+    /// `<results>/cells/<dataset>/<leg>.summary.json`
+    pub summary: PathBuf,
+    /// `<results>/cells/<dataset>/<leg>.queries.parquet`
+    pub records: PathBuf,
+    /// `<results>/runs/<dataset>/<leg>.trec`
+    pub run: PathBuf,
+}
+
+impl CellPaths {
+    /// The paths of cell (`dataset`, `leg`) under `results`.
+    pub fn new(results: &Path, dataset: &str, leg: &str) -> Self {
+        let cells = results.join("cells").join(dataset);
+        CellPaths {
+            summary: cells.join(format!("{leg}.summary.json")),
+            records: cells.join(format!("{leg}.queries.parquet")),
+            run: results
+                .join("runs")
+                .join(dataset)
+                .join(format!("{leg}.trec")),
+        }
+    }
+}
+
+/// Writes a summary atomically.
+pub fn write_summary(path: &Path, s: &CellSummary) -> Result<()> {
+    let text = serde_json::to_string_pretty(s).expect("summary serialises") + "\n";
+    fsx::write_atomic(path, text.as_bytes())
+}
+
+/// Reads a summary.
+pub fn read_summary(path: &Path) -> Result<CellSummary> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("{}: cannot read", path.display()))?;
+    serde_json::from_str(&text).with_context(|| {
+        format!(
+            "{}: not a hopbench cell summary (schema {SCHEMA_VERSION})",
+            path.display()
+        )
+    })
+}
+
+/// Writes the per-query records (one row per query; a column per metric, null where
+/// undefined; tokens; latency) atomically.
+pub fn write_records(path: &Path, names: &[String], results: &[QueryResult]) -> Result<()> {
+    let mut cols: Vec<(String, arrow_array::ArrayRef)> = vec![(
+        "query_id".into(),
+        pq::strings(&results.iter().map(|r| r.id.as_str()).collect::<Vec<_>>()),
+    )];
+    for name in names {
+        cols.push((
+            name.clone(),
+            pq::opt_f64s(
+                &results
+                    .iter()
+                    .map(|r| r.metrics.get(name).copied().flatten())
+                    .collect::<Vec<_>>(),
+            ),
+        ));
+    }
+    cols.push((
+        "tokens_selected".into(),
+        pq::f64s(
+            &results
+                .iter()
+                .map(|r| r.tokens_selected as f64)
+                .collect::<Vec<_>>(),
+        ),
+    ));
+    cols.push((
+        "tokens@10".into(),
+        pq::f64s(
+            &results
+                .iter()
+                .map(|r| r.tokens_at_10 as f64)
+                .collect::<Vec<_>>(),
+        ),
+    ));
+    cols.push((
+        "retrieve_ms".into(),
+        pq::f64s(&results.iter().map(|r| r.retrieve_ms).collect::<Vec<_>>()),
+    ));
+    cols.push((
+        "select_ms".into(),
+        pq::f64s(&results.iter().map(|r| r.select_ms).collect::<Vec<_>>()),
+    ));
+    let tmp = fsx::temp_path(path);
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("{}: cannot create", dir.display()))?;
+    }
+    let res = pq::write(
+        &tmp,
+        cols.iter().map(|(n, a)| (n.as_str(), a.clone())).collect(),
+    )
+    .map_err(anyhow::Error::from)
+    .and_then(|_| {
+        std::fs::rename(&tmp, path)
+            .with_context(|| format!("{}: cannot rename into place", path.display()))
+    });
+    if res.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    res
+}
+
+/// Per-query values of a records file: query ids and each requested column.
+pub fn read_records(
+    path: &Path,
+    names: &[String],
+) -> Result<(Vec<String>, BTreeMap<String, Vec<Option<f64>>>)> {
+    let batch = pq::read(path)?;
+    let cols = Columns {
+        path,
+        batch: &batch,
+    };
+    let ids = cols.strings("query_id")?;
+    let mut out = BTreeMap::new();
+    for n in names {
+        if cols.has(n) {
+            out.insert(n.clone(), cols.opt_f64s(n)?);
+        }
+    }
+    Ok((ids, out))
+}

@@ -1,0 +1,215 @@
+use crate::util::{deterministic, Env};
+
+const LEGS: [&str; 4] = ["dense", "dense_content_only", "lexical", "bm25"];
+
+#[test]
+fn refuses_to_run_without_a_pinned_thread_count() {
+    let env = Env::new();
+    let out = env.run(&["run-matrix", "--quiet"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("refusing to run") && err.contains("--threads"),
+        "{err}"
+    );
+}
+
+#[test]
+fn summaries_are_byte_identical_across_thread_counts_and_cached() {
+    let env = Env::new();
+    let one = env.ok(&["run-matrix", "--threads", "1", "--quiet", "--results", "r1"]);
+    assert!(one.contains("| synthetic | bm25 | ok |"), "{one}");
+    env.ok(&["run-matrix", "--threads", "2", "--quiet", "--results", "r2"]);
+    for leg in LEGS {
+        let a = env.summary("r1", "synthetic", leg);
+        let b = env.summary("r2", "synthetic", leg);
+        assert_eq!(a["status"], "ok", "{leg}: {a}");
+        assert_eq!(
+            deterministic(a),
+            deterministic(b),
+            "{leg} differs between 1 and 2 threads"
+        );
+        let ra =
+            std::fs::read(env.results("r1").join(format!("runs/synthetic/{leg}.trec"))).unwrap();
+        let rb =
+            std::fs::read(env.results("r2").join(format!("runs/synthetic/{leg}.trec"))).unwrap();
+        assert_eq!(ra, rb, "{leg}: run files differ");
+    }
+    // a second identical invocation recomputes nothing
+    let again = env.ok(&["run-matrix", "--threads", "2", "--quiet", "--results", "r1"]);
+    assert!(again.contains("0 computed, 4 cached"), "{again}");
+    // --force recomputes, to the same numbers
+    let forced = env.ok(&[
+        "run-matrix",
+        "--threads",
+        "2",
+        "--quiet",
+        "--results",
+        "r1",
+        "--force",
+        "--legs",
+        "lexical",
+    ]);
+    assert!(forced.contains("1 computed"), "{forced}");
+    assert_eq!(
+        deterministic(env.summary("r1", "synthetic", "lexical")),
+        deterministic(env.summary("r2", "synthetic", "lexical"))
+    );
+}
+
+#[test]
+fn changing_one_leg_parameter_recomputes_only_that_leg() {
+    let env = Env::new();
+    env.ok(&["run-matrix", "--threads", "2", "--quiet"]);
+    let before = env.summary("results", "synthetic", "bm25");
+    let campaign = std::fs::read_to_string(env.path().join("campaign.yaml")).unwrap();
+    std::fs::write(
+        env.path().join("campaign.yaml"),
+        campaign.replace(
+            "dense: {kind: dense, pool_k: 50}",
+            "dense: {kind: dense, pool_k: 40}",
+        ),
+    )
+    .unwrap();
+    let out = env.ok(&["run-matrix", "--threads", "2", "--quiet"]);
+    assert!(out.contains("1 computed, 3 cached"), "{out}");
+    assert_eq!(
+        deterministic(before),
+        deterministic(env.summary("results", "synthetic", "bm25"))
+    );
+    assert_eq!(
+        env.summary("results", "synthetic", "dense")["inputs"]["leg_config"]["pool_k"],
+        40
+    );
+}
+
+#[test]
+fn absent_files_make_missing_input_cells_not_errors() {
+    let env = Env::new();
+    let out = env.ok(&[
+        "run-matrix",
+        "--threads",
+        "1",
+        "--quiet",
+        "--data-dir",
+        "data",
+    ]);
+    assert!(out.contains("| absent | dense | missing-inputs |"), "{out}");
+    let s = env.summary("results", "absent", "dense");
+    assert_eq!(s["status"], "missing-inputs");
+    assert!(
+        s["reason"].as_str().unwrap().contains("musique_train.json"),
+        "{s}"
+    );
+    assert!(
+        s["metrics"].as_object().unwrap().is_empty(),
+        "no zeros for missing inputs: {s}"
+    );
+    assert_eq!(env.summary("results", "synthetic", "dense")["status"], "ok");
+}
+
+#[test]
+fn summary_has_the_promised_fields_and_sane_values() {
+    let env = Env::new();
+    env.ok(&[
+        "run-matrix",
+        "--threads",
+        "2",
+        "--quiet",
+        "--legs",
+        "bm25,lexical",
+    ]);
+    let s = env.summary("results", "synthetic", "bm25");
+    for field in [
+        "schema_version",
+        "dataset",
+        "leg",
+        "status",
+        "key",
+        "queries",
+        "metrics",
+        "metrics_ci95",
+        "timing",
+    ] {
+        assert!(s.get(field).is_some(), "missing {field}: {s}");
+    }
+    assert!(
+        s["timing"]["latency_ms"]["total"]["median"]
+            .as_f64()
+            .unwrap()
+            >= 0.0
+    );
+    let m = s["metrics"].as_object().unwrap();
+    let r1 = m["recall@1"].as_f64().unwrap();
+    let r20 = m["recall@20"].as_f64().unwrap();
+    assert!(r1 <= r20 && r20 <= 1.0 && r20 > 0.0, "{m:?}");
+    assert!(m["full_chain_hit@10"].as_f64().unwrap() <= m["chain_coverage@10"].as_f64().unwrap());
+    let qrels =
+        std::fs::read_to_string(env.results("results").join("runs/synthetic/qrels.txt")).unwrap();
+    assert!(qrels.lines().count() >= s["queries"].as_u64().unwrap() as usize);
+    let md = std::fs::read_to_string(env.results("results").join("matrix.md")).unwrap();
+    assert!(md.contains("| synthetic | lexical | ok |"), "{md}");
+}
+
+#[test]
+fn compare_reports_identical_and_not_comparable() {
+    let env = Env::new();
+    env.ok(&[
+        "run-matrix",
+        "--threads",
+        "1",
+        "--quiet",
+        "--results",
+        "a",
+        "--legs",
+        "lexical,bm25",
+    ]);
+    env.ok(&[
+        "run-matrix",
+        "--threads",
+        "2",
+        "--quiet",
+        "--results",
+        "b",
+        "--legs",
+        "lexical,bm25",
+    ]);
+    env.ok(&[
+        "run-matrix",
+        "--threads",
+        "2",
+        "--quiet",
+        "--results",
+        "c",
+        "--legs",
+        "lexical",
+        "--limit",
+        "10",
+    ]);
+    let out = env.ok(&["compare", "a", "b", "--json", "cmp.json"]);
+    assert!(out.contains("| synthetic | lexical | identical |"), "{out}");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(env.path().join("cmp.json")).unwrap())
+            .unwrap();
+    assert_eq!(json["cells"][0]["verdict"], "identical");
+    let out = env.ok(&["compare", "a", "c"]);
+    assert!(
+        out.contains("not comparable (different query set)"),
+        "{out}"
+    );
+    assert!(out.contains("only in A"), "{out}");
+}
+
+#[test]
+fn unknown_campaign_keys_are_errors_naming_file_and_field() {
+    let env = Env::new();
+    std::fs::write(
+        env.path().join("bad.yaml"),
+        "datasets: {}\nlegs: {x: {kind: lexical, pool_kk: 3}}\n",
+    )
+    .unwrap();
+    let out = env.run(&["run-matrix", "--threads", "1", "--campaign", "bad.yaml"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("bad.yaml") && err.contains("pool_kk"), "{err}");
+}

@@ -1,0 +1,83 @@
+//! Test helpers: a temp workspace with a tiny model and a campaign, and a way to run the binary.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub struct Env {
+    pub dir: tempfile::TempDir,
+}
+
+pub const CAMPAIGN: &str = r#"
+results: results
+model: model
+recall_k: [1, 2, 5, 10, 20]
+stats: {resamples: 200, permutations: 500, seed: 7}
+datasets:
+  synthetic:
+    format: synthetic
+  absent:
+    format: musique
+    files: {questions: nowhere/musique_train.json, corpus: nowhere/musique_corpus.json}
+legs:
+  dense: {kind: dense, pool_k: 50}
+  dense_content_only: {kind: dense_content_only}
+  lexical: {kind: lexical}
+  bm25: {kind: bm25}
+"#;
+
+impl Env {
+    pub fn new() -> Env {
+        let dir = tempfile::tempdir().expect("tempdir");
+        hopbench_datasets::embed::write_tiny_model(&dir.path().join("model"), 11)
+            .expect("tiny model");
+        std::fs::write(dir.path().join("campaign.yaml"), CAMPAIGN).expect("campaign");
+        std::fs::create_dir_all(dir.path().join("data")).expect("data dir");
+        Env { dir }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn results(&self, name: &str) -> PathBuf {
+        self.path().join(name)
+    }
+
+    /// Runs `hopbench args...` in the temp dir, without inheriting HOPBENCH_* variables.
+    pub fn run(&self, args: &[&str]) -> Output {
+        let out = Command::new(env!("CARGO_BIN_EXE_hopbench"))
+            .args(args)
+            .current_dir(self.path())
+            .env_remove("HOPBENCH_DATA")
+            .env_remove("HOPBENCH_MODEL_DIR")
+            .env_remove("RAYON_NUM_THREADS")
+            .output()
+            .expect("run hopbench");
+        out
+    }
+
+    pub fn ok(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "hopbench {args:?} failed:\n{stderr}");
+        String::from_utf8_lossy(&out.stdout).to_string() + &stderr
+    }
+
+    pub fn summary(&self, results: &str, dataset: &str, leg: &str) -> serde_json::Value {
+        let p = self
+            .results(results)
+            .join("cells")
+            .join(dataset)
+            .join(format!("{leg}.summary.json"));
+        serde_json::from_str(
+            &std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display())),
+        )
+        .expect("summary json")
+    }
+}
+
+/// A summary with its timing removed, as canonical text.
+pub fn deterministic(mut v: serde_json::Value) -> String {
+    v.as_object_mut().unwrap().remove("timing");
+    serde_json::to_string_pretty(&v).unwrap()
+}

@@ -1,0 +1,98 @@
+//! The leg interface: what the harness may ask of any retrieval system.
+
+use std::collections::BTreeMap;
+
+use hopbench_datasets::export::Export;
+
+use crate::candidate::Candidate;
+
+/// One query as a leg sees it: its position in the export, its text and its vector.
+#[derive(Debug, Clone, Copy)]
+pub struct QueryInput<'a> {
+    /// Query index in the export (also the order results are reported in).
+    pub index: usize,
+    /// Query text (BM25 tokenises it).
+    pub text: &'a str,
+    /// Query vector (L2-normalised, computed at prepare time by the export's model).
+    pub embedding: &'a [f32],
+}
+
+impl<'a> QueryInput<'a> {
+    /// Query `index` of `export`.
+    pub fn from_export(export: &'a Export, index: usize) -> Self {
+        QueryInput {
+            index,
+            text: &export.queries[index].text,
+            embedding: export.query_embedding(index),
+        }
+    }
+}
+
+/// The frozen result of `retrieve`: the ranked candidate list plus what the leg wants to report.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Retrieval {
+    /// The ranked list (for rescue legs: the union, base first).
+    pub ranked: Vec<Candidate>,
+    /// Numeric per-query diagnostics (e.g. pool sizes), averaged per cell by the harness.
+    pub diagnostics: BTreeMap<String, f64>,
+}
+
+/// What `select` hands to the LLM: chunk indices in context order.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Selection {
+    /// Selected chunks, in order (metrics are computed on this list).
+    pub chunks: Vec<u32>,
+    /// Heuristic tokens of the selected chunks.
+    pub tokens: u64,
+}
+
+/// Why a leg cannot be built for a dataset.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum LegError {
+    /// The export lacks something this leg needs; the cell is recorded as `missing-inputs`.
+    #[error("missing inputs: {0}")]
+    MissingInputs(String),
+    /// The leg's configuration is invalid (names the leg and the field).
+    #[error("leg `{leg}`: field `{field}`: {message}")]
+    Config {
+        /// Leg name.
+        leg: String,
+        /// Offending field.
+        field: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// A retrieval system of the matrix. Implementations hold an `Arc<Export>` and precomputed
+/// state; `retrieve` and `select` must be deterministic functions of their arguments.
+pub trait Leg: Send + Sync {
+    /// Retrieves and ranks candidates for one query (the expensive half).
+    fn retrieve(&self, query: &QueryInput<'_>) -> Retrieval;
+
+    /// Chooses the context for one query from a frozen retrieval (the cheap, pure half).
+    /// `budget` is a token budget for selecting legs; legs without a selector ignore it and
+    /// return the ranked list unchanged (the seed's `none` selector).
+    fn select(
+        &self,
+        query: &QueryInput<'_>,
+        retrieval: &Retrieval,
+        budget: Option<u64>,
+    ) -> Selection;
+
+    /// Whether `select` spends a token budget (selecting legs get budget curves).
+    fn selects_under_budget(&self) -> bool {
+        false
+    }
+}
+
+/// The `none` selector: the ranked list unchanged, with its token count.
+pub fn select_none(export: &Export, retrieval: &Retrieval) -> Selection {
+    let chunks: Vec<u32> = retrieval.ranked.iter().map(|c| c.chunk).collect();
+    let tokens = chunks
+        .iter()
+        .map(|&c| export.chunks[c as usize].tokens as u64)
+        .sum();
+    Selection { chunks, tokens }
+}

@@ -1,0 +1,35 @@
+//! Retrieval legs over a hopbench export.
+//!
+//! A leg is one retrieval system of the benchmark matrix. Every leg has the same two halves
+//! ([`Leg`]): `retrieve(query) -> Retrieval` is the expensive, frozen half (first-stage fetches,
+//! fusion, rescoring), and `select(query, &Retrieval, budget) -> Selection` is the cheap, pure half
+//! that decides what goes into the context window. A budget curve is therefore one retrieve and N
+//! selects, so every operating point is settled against the identical candidate list.
+//!
+//! Legs see an [`Export`](hopbench_datasets::export::Export) and nothing else: no files, no
+//! metrics. Ties break on ascending chunk index everywhere (the export sorts chunks by record id,
+//! so that is ascending record id). One query's work is single-threaded and order-fixed.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use hopbench_legs::{registry::LegSpec, Leg, QueryInput};
+//! # fn demo(export: Arc<hopbench_datasets::export::Export>) {
+//! let spec: LegSpec = serde_json::from_str(r#"{"kind": "bm25"}"#).unwrap();
+//! let leg = spec.build("bm25", export.clone()).unwrap();
+//! let q = QueryInput::from_export(&export, 0);
+//! let retrieval = leg.retrieve(&q);
+//! let selection = leg.select(&q, &retrieval, None);
+//! println!("{:?}", &selection.chunks[..10]);
+//! # }
+//! ```
+#![deny(missing_docs)]
+
+pub mod backend;
+pub mod candidate;
+pub mod first_stage;
+pub mod fuse;
+pub mod leg;
+pub mod registry;
+
+pub use candidate::Candidate;
+pub use leg::{Leg, LegError, QueryInput, Retrieval, Selection};

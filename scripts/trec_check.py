@@ -1,0 +1,71 @@
+#!/usr/bin/env python3
+"""Validity check: recompute recall@k and nDCG@10 of every ok cell with trec_eval's Python
+binding (pytrec-eval-terrier) from the TREC run and qrels files hopbench wrote, and assert they
+equal hopbench's own per-query values (from <leg>.queries.parquet) to 1e-9.
+
+usage: scripts/trec_check.py RESULTS_DIR
+needs: pip install pytrec-eval-terrier pyarrow
+"""
+import json
+import pathlib
+import sys
+
+import pyarrow.parquet as pq
+import pytrec_eval
+
+
+def read_trec(path, kind):
+    out = {}
+    for line in path.read_text().splitlines():
+        parts = line.split()
+        if kind == "qrels":
+            qid, _, doc, rel = parts
+            out.setdefault(qid, {})[doc] = int(rel)
+        else:
+            qid, _, doc, _rank, score, _tag = parts
+            out.setdefault(qid, {})[doc] = float(score)
+    return out
+
+
+def encode(qid):
+    # the same percent-encoding as hopbench's trec.rs: '%' and white space
+    return "".join("".join(f"%{b:02X}" for b in c.encode()) if c == "%" or c.isspace() else c for c in qid)
+
+
+def main():
+    results = pathlib.Path(sys.argv[1])
+    checked, failures = 0, []
+    for summary_path in sorted((results / "cells").glob("*/*.summary.json")):
+        s = json.loads(summary_path.read_text())
+        if s["status"] != "ok":
+            continue
+        ds, leg = s["dataset"], s["leg"]
+        ks = s["inputs"]["recall_k"]
+        qrels = read_trec(results / "runs" / ds / "qrels.txt", "qrels")
+        run = read_trec(results / "runs" / ds / f"{leg}.trec", "run")
+        measures = {"recall." + ",".join(map(str, ks)), "ndcg_cut.10"}
+        evaluated = pytrec_eval.RelevanceEvaluator(qrels, measures).evaluate(run)
+        table = pq.read_table(results / "cells" / ds / f"{leg}.queries.parquet").to_pydict()
+        for i, qid in enumerate(table["query_id"]):
+            q = encode(qid)
+            if q not in qrels:
+                continue  # trec_eval skips queries without gold; hopbench scores them 0
+            got = evaluated.get(q, {})
+            pairs = [(f"recall@{k}", f"recall_{k}") for k in ks] + [("ndcg@10", "ndcg_cut_10")]
+            for ours, theirs in pairs:
+                a, b = table[ours][i], got.get(theirs, 0.0)
+                checked += 1
+                if a is None or abs(a - b) > 1e-9:
+                    failures.append(f"{ds} x {leg} {qid} {ours}: hopbench {a} vs trec_eval {b}")
+    if failures:
+        print("\n".join(failures[:50]))
+        print(f"trec_check: {len(failures)} of {checked} values differ")
+        sys.exit(1)
+    if checked == 0:
+        print("trec_check: no ok cell found")
+        sys.exit(1)
+    print(f"trec_check: {checked} per-query values equal trec_eval's to 1e-9")
+
+
+if __name__ == "__main__":
+    main()
