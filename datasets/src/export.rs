@@ -209,6 +209,10 @@ pub struct Export {
     pub query_embeddings: Vec<f32>,
     /// BM25 index.
     pub bm25: Bm25Index,
+    /// The knowledge graph (empty where enrichment found no entities).
+    pub kg: crate::enrich::KnowledgeGraph,
+    /// Its query-time indices.
+    pub kg_index: crate::enrich::KgIndex,
 }
 
 impl Export {
@@ -920,5 +924,223 @@ pub fn load(dir: &Path) -> Result<Export> {
         queries,
         query_embeddings,
         bm25,
+        kg: Default::default(),
+        kg_index: Default::default(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Passage, Question};
+
+    fn passage(id: &str, doc: &str, text: &str) -> Passage {
+        Passage {
+            id: id.into(),
+            doc: Some(doc.into()),
+            title: doc.into(),
+            text: text.into(),
+            header: None,
+        }
+    }
+
+    fn raw() -> RawDataset {
+        let mut q = Question::new(
+            "q1",
+            "where was the founder born",
+            vec!["b".into(), "a".into(), "a".into()],
+        );
+        q.chain = Some(vec![vec!["a".into()], vec!["b".into()]]);
+        RawDataset {
+            passages: vec![
+                passage("c", "Gamma", "gamma is unrelated"),
+                passage("a", "Alpha", "alpha founded the company"),
+                passage("b", "Beta", "beta was born in a city"),
+            ],
+            questions: vec![q, Question::new("q2", "gamma", vec!["c".into()])],
+        }
+    }
+
+    /// A deterministic fake model: the vector counts letters, so texts differ and it is cheap.
+    fn fake(dim: usize, calls: std::rc::Rc<std::cell::Cell<usize>>) -> EmbedFn<'static> {
+        EmbedFn {
+            model_id: "fake@0".into(),
+            dim,
+            embed: Box::new(move |texts, _| {
+                calls.set(calls.get() + texts.len());
+                Ok(texts
+                    .iter()
+                    .map(|t| {
+                        let mut v = vec![0.0f32; dim];
+                        for (i, b) in t.bytes().enumerate() {
+                            v[(b as usize + i) % dim] += 1.0;
+                        }
+                        let n = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-9);
+                        v.iter().map(|x| x / n).collect()
+                    })
+                    .collect())
+            }),
+        }
+    }
+
+    fn source() -> Source {
+        Source {
+            name: "tiny".into(),
+            format: "test".into(),
+            files: vec![],
+            extra: "x".into(),
+        }
+    }
+
+    #[test]
+    fn round_trip_sorts_chunks_resolves_gold_and_reuses() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("tiny");
+        let calls = std::rc::Rc::new(std::cell::Cell::new(0));
+        let (m, how) = prepare(
+            &source(),
+            || Ok(raw()),
+            &PrepareConfig::default(),
+            &mut fake(8, calls.clone()),
+            &dir,
+        )
+        .unwrap();
+        assert_eq!(how, Prepared::Written);
+        assert_eq!(
+            (
+                m.stats.chunks,
+                m.stats.queries,
+                m.stats.gold_chunks,
+                m.stats.queries_with_chain
+            ),
+            (3, 2, 3, 1)
+        );
+        let e = load(&dir).unwrap();
+        assert_eq!(
+            e.chunks.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(),
+            vec!["a", "b", "c"]
+        );
+        assert_eq!(e.queries[0].gold, vec![0, 1]);
+        assert_eq!(e.queries[0].chain, Some(vec![vec![0], vec![1]]));
+        assert_eq!(e.queries[1].chain, None);
+        assert_eq!(e.docs, vec!["Alpha", "Beta", "Gamma"]);
+        assert!(e.content_embeddings.is_none());
+        assert_eq!(e.embedding(2).len(), 8);
+        assert_eq!(e.bm25.search(&Tokenizer::english(), "gamma", 5)[0].0, 2);
+        // unchanged inputs: reused, nothing embedded again
+        let before = calls.get();
+        let (m2, how) = prepare(
+            &source(),
+            || panic!("raw must not be read on reuse"),
+            &PrepareConfig::default(),
+            &mut fake(8, calls.clone()),
+            &dir,
+        )
+        .unwrap();
+        assert_eq!((how, calls.get()), (Prepared::Reused, before));
+        assert_eq!(m2, m);
+        // a different config is a different export
+        let cfg = PrepareConfig {
+            bm25: Bm25Params { k1: 1.2, b: 0.75 },
+        };
+        let (_, how) = prepare(&source(), || Ok(raw()), &cfg, &mut fake(8, calls), &dir).unwrap();
+        assert_eq!(how, Prepared::Written);
+    }
+
+    #[test]
+    fn headers_give_content_only_vectors() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut r = raw();
+        r.passages[0].header = Some("World > Gamma".into());
+        let calls = std::rc::Rc::new(std::cell::Cell::new(0));
+        prepare(
+            &source(),
+            || Ok(r),
+            &PrepareConfig::default(),
+            &mut fake(8, calls),
+            &tmp.path().join("h"),
+        )
+        .unwrap();
+        let e = load(&tmp.path().join("h")).unwrap();
+        let ce = e.content_embeddings.as_ref().unwrap();
+        assert_eq!(ce.len(), 3 * 8);
+        assert_ne!(
+            &ce[16..24],
+            e.embedding(2),
+            "the headed chunk's content-only vector differs"
+        );
+        assert_eq!(e.chunks[2].full_text(), "World > Gamma\ngamma is unrelated");
+    }
+
+    fn expect_err(r: RawDataset, dim_out: usize, needle: &str) {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("bad");
+        let calls = std::rc::Rc::new(std::cell::Cell::new(0));
+        let mut f = fake(dim_out, calls);
+        f.dim = 8;
+        let err = prepare(&source(), || Ok(r), &PrepareConfig::default(), &mut f, &dir)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(needle), "{err}");
+        assert!(!dir.exists(), "nothing half-written");
+        assert_eq!(
+            std::fs::read_dir(tmp.path()).unwrap().count(),
+            0,
+            "no temp dir left behind"
+        );
+    }
+
+    #[test]
+    fn bad_inputs_are_typed_errors_and_leave_nothing_behind() {
+        let mut r = raw();
+        r.passages.push(passage("a", "Alpha", "again"));
+        expect_err(r, 8, "duplicate passage id `a`");
+        let mut r = raw();
+        r.questions[0].gold.push("zzz".into());
+        expect_err(
+            r,
+            8,
+            "record q1: field `gold`: gold passage zzz is not in the corpus",
+        );
+        let mut r = raw();
+        r.questions[0].chain = Some(vec![vec!["nope".into()]]);
+        expect_err(r, 8, "field `chain`");
+        expect_err(raw(), 5, "expected dimension 8, found 5");
+        let mut r = raw();
+        r.questions
+            .push(Question::new("q1", "dup", vec!["a".into()]));
+        expect_err(r, 8, "duplicate query id");
+    }
+
+    #[test]
+    fn a_modified_export_file_is_refused_on_load() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("t");
+        let calls = std::rc::Rc::new(std::cell::Cell::new(0));
+        prepare(
+            &source(),
+            || Ok(raw()),
+            &PrepareConfig::default(),
+            &mut fake(8, calls.clone()),
+            &dir,
+        )
+        .unwrap();
+        std::fs::write(dir.join("bm25-stats.json"), b"{}").unwrap();
+        let err = load(&dir).unwrap_err().to_string();
+        assert!(
+            err.contains("bm25-stats.json") && err.contains("modified"),
+            "{err}"
+        );
+        // and prepare rebuilds it instead of reusing it
+        let (_, how) = prepare(
+            &source(),
+            || Ok(raw()),
+            &PrepareConfig::default(),
+            &mut fake(8, calls),
+            &dir,
+        )
+        .unwrap();
+        assert_eq!(how, Prepared::Written);
+        load(&dir).unwrap();
+    }
 }

@@ -10,6 +10,7 @@
 #![deny(missing_docs)]
 
 pub mod embed;
+pub mod enrich;
 pub mod error;
 pub mod export;
 pub mod formats;

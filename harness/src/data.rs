@@ -188,6 +188,57 @@ fn read_raw(
     Ok(raw)
 }
 
+fn read_members(
+    campaign: &Campaign,
+    name: &str,
+    members: &[String],
+    member_files: &[BTreeMap<String, Vec<PathBuf>>],
+) -> Result<RawDataset> {
+    let spec = &campaign.datasets[name];
+    if spec.format != DatasetFormat::Pool {
+        return read_raw(name, spec, &member_files[0]);
+    }
+    let mut parts = Vec::new();
+    for (m, f) in members.iter().zip(member_files) {
+        parts.push((m.clone(), read_raw(m, &campaign.datasets[m], f)?));
+    }
+    let mut pooled = formats::pool(parts);
+    if spec.context_header == HeaderMode::Title {
+        for p in &mut pooled.passages {
+            p.header = Some(p.title.clone());
+        }
+    }
+    Ok(pooled)
+}
+
+/// Member datasets of `name` (itself unless it is a pool) and their resolved raw files.
+#[allow(clippy::type_complexity)]
+fn members_of(
+    campaign: &Campaign,
+    name: &str,
+    s: &DataSettings,
+) -> Result<(Vec<String>, Vec<BTreeMap<String, Vec<PathBuf>>>), String> {
+    let spec = &campaign.datasets[name];
+    let members: Vec<String> = if spec.format == DatasetFormat::Pool {
+        spec.pool.clone()
+    } else {
+        vec![name.to_string()]
+    };
+    let files = members
+        .iter()
+        .map(|m| resolve_files(&campaign.datasets[m], s.data_dir.as_deref()))
+        .collect::<Result<Vec<_>, String>>()?;
+    Ok((members, files))
+}
+
+/// Reads dataset `name`'s raw files (no export): for benchmarks and checks.
+pub fn read_dataset(campaign: &Campaign, name: &str, s: &DataSettings) -> Result<RawDataset> {
+    let (members, files) = members_of(campaign, name, s)
+        .map_err(anyhow::Error::msg)
+        .with_context(|| format!("dataset {name}"))?;
+    read_members(campaign, name, &members, &files)
+}
+
 /// Prepares (or reuses) and loads dataset `name`.
 pub fn open(
     campaign: &Campaign,
@@ -196,22 +247,14 @@ pub fn open(
     progress: bool,
 ) -> Result<DatasetState> {
     let spec = &campaign.datasets[name];
-    let members: Vec<String> = if spec.format == DatasetFormat::Pool {
-        spec.pool.clone()
-    } else {
-        vec![name.to_string()]
+    let (members, member_files) = match members_of(campaign, name, s) {
+        Ok(x) => x,
+        Err(reason) => return Ok(DatasetState::Missing(reason)),
     };
-    let mut files = Vec::new();
-    let mut member_files = Vec::new();
-    for m in &members {
-        match resolve_files(&campaign.datasets[m], s.data_dir.as_deref()) {
-            Ok(f) => {
-                files.extend(f.values().flatten().cloned());
-                member_files.push(f);
-            }
-            Err(reason) => return Ok(DatasetState::Missing(reason)),
-        }
-    }
+    let files: Vec<PathBuf> = member_files
+        .iter()
+        .flat_map(|f| f.values().flatten().cloned())
+        .collect();
     let source = Source {
         name: name.to_string(),
         format: format!("{:?}", spec.format).to_lowercase(),
@@ -227,23 +270,7 @@ pub fn open(
         ))
         .expect("spec serialises"),
     };
-    let read_all = || -> Result<RawDataset> {
-        if spec.format == DatasetFormat::Pool {
-            let mut parts = Vec::new();
-            for (m, f) in members.iter().zip(&member_files) {
-                parts.push((m.clone(), read_raw(m, &campaign.datasets[m], f)?));
-            }
-            let mut pooled = formats::pool(parts);
-            if spec.context_header == HeaderMode::Title {
-                for p in &mut pooled.passages {
-                    p.header = Some(p.title.clone());
-                }
-            }
-            Ok(pooled)
-        } else {
-            read_raw(name, spec, &member_files[0])
-        }
-    };
+    let read_all = || read_members(campaign, name, &members, &member_files);
 
     let model_id = embed::model_id_of(&s.model_dir).with_context(|| {
         format!(

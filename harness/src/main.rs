@@ -5,6 +5,7 @@
 //! `campaign` (typed campaign.yaml) -> `data` (raw files -> export) -> `matrix` (legs x queries)
 //! -> `evaluate`/`metrics` -> `summary` (cells) -> `report`, `compare`, `trec`.
 
+mod bench;
 mod cache;
 mod campaign;
 mod compare;
@@ -44,6 +45,9 @@ enum Command {
     Prepare(PrepareArgs),
     /// Compare two results directories cell by cell.
     Compare(CompareArgs),
+    /// Speed benchmarks (not tests): query latency per leg, prepare throughput.
+    #[command(subcommand)]
+    Bench(BenchCommand),
     /// List the campaign's datasets and whether their raw files are present.
     Datasets(CommonArgs),
     /// List the campaign's legs with their resolved parameters.
@@ -118,6 +122,58 @@ struct CompareArgs {
     /// Campaign whose `stats` settings to use (default as for run-matrix).
     #[arg(long)]
     campaign: Option<PathBuf>,
+}
+
+#[derive(Subcommand, Debug)]
+enum BenchCommand {
+    /// Per-leg query latency and throughput, one query at a time on one thread.
+    Latency(LatencyArgs),
+    /// Prepare throughput: reading, tokenising + BM25 (chunks/s), embedding (passages/s).
+    Prepare(BenchPrepareArgs),
+}
+
+#[derive(Args, Debug)]
+struct LatencyArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// Comma list of dataset names.
+    #[arg(long)]
+    datasets: String,
+    /// `all` or a comma list of leg names.
+    #[arg(long, default_value = "all")]
+    legs: String,
+    /// Timed passes over the queries (after one warm-up pass).
+    #[arg(long, default_value_t = 20)]
+    repeat: usize,
+    /// Also record each query's top-N chunk ids (for peer comparisons).
+    #[arg(long, default_value_t = 0)]
+    top: usize,
+    /// Write the results as JSON to this file.
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+struct BenchPrepareArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// Comma list of dataset names.
+    #[arg(long)]
+    datasets: String,
+    /// Passages to embed (0 = all).
+    #[arg(long, default_value_t = 500)]
+    sample: usize,
+    /// Write the results as JSON to this file.
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+fn write_json<T: serde::Serialize>(path: Option<&std::path::Path>, value: &T) -> Result<()> {
+    if let Some(p) = path {
+        let text = serde_json::to_string_pretty(value).expect("serialisable") + "\n";
+        fsx::write_atomic(p, text.as_bytes())?;
+    }
+    Ok(())
 }
 
 fn main() -> ExitCode {
@@ -230,6 +286,51 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 fsx::write_atomic(&path, text.as_bytes())
                     .with_context(|| format!("{}", path.display()))?;
             }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Bench(BenchCommand::Latency(a)) => {
+            let (campaign, _) = Campaign::load(a.common.campaign.as_deref())?;
+            let results = a
+                .common
+                .results
+                .clone()
+                .unwrap_or_else(|| PathBuf::from(&campaign.results));
+            let ds = data_settings(&a.common, &campaign, &results);
+            let legs = select(&a.legs, campaign.legs.keys(), "leg")?;
+            let mut all = Vec::new();
+            for name in select(&a.datasets, campaign.datasets.keys(), "dataset")? {
+                let export = bench::open(&campaign, &name, &ds)?;
+                for r in bench::latency(&campaign, &name, &export, &legs, a.repeat.max(1), a.top)? {
+                    println!(
+                        "{:<24} {:<20} {:>6} chunks {:>5} queries x{:<3} median {:>8.4} ms  p95 {:>8.4} ms  {:>10.0} q/s",
+                        r.dataset, r.leg, r.chunks, r.queries, r.repeat, r.median_ms, r.p95_ms, r.qps
+                    );
+                    all.push(r);
+                }
+            }
+            write_json(a.json.as_deref(), &all)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Bench(BenchCommand::Prepare(a)) => {
+            let (campaign, _) = Campaign::load(a.common.campaign.as_deref())?;
+            let results = a
+                .common
+                .results
+                .clone()
+                .unwrap_or_else(|| PathBuf::from(&campaign.results));
+            let ds = data_settings(&a.common, &campaign, &results);
+            let threads =
+                std::env::var("RAYON_NUM_THREADS").unwrap_or_else(|_| "unset (all cores)".into());
+            let mut all = Vec::new();
+            for name in select(&a.datasets, campaign.datasets.keys(), "dataset")? {
+                let r = bench::prepare(&campaign, &name, &ds, a.sample)?;
+                println!(
+                    "{}: {} passages; read {:.2} s; tokenise+BM25 {:.0} chunks/s; embed {:.1} passages/s ({} passages, {}, RAYON_NUM_THREADS={threads})",
+                    r.dataset, r.passages, r.read_s, r.bm25_chunks_per_s, r.embed_passages_per_s, r.embedded, r.model_id
+                );
+                all.push(r);
+            }
+            write_json(a.json.as_deref(), &all)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Datasets(c) => {

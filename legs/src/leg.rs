@@ -15,6 +15,9 @@ pub struct QueryInput<'a> {
     pub text: &'a str,
     /// Query vector (L2-normalised, computed at prepare time by the export's model).
     pub embedding: &'a [f32],
+    /// Gold chunk indices. Only the oracle legs (which bound what is possible) may read this;
+    /// every other leg must behave identically whatever it holds.
+    pub gold: &'a [u32],
 }
 
 impl<'a> QueryInput<'a> {
@@ -24,6 +27,7 @@ impl<'a> QueryInput<'a> {
             index,
             text: &export.queries[index].text,
             embedding: export.query_embedding(index),
+            gold: &export.queries[index].gold,
         }
     }
 }
@@ -81,9 +85,10 @@ pub trait Leg: Send + Sync {
         budget: Option<u64>,
     ) -> Selection;
 
-    /// Whether `select` spends a token budget (selecting legs get budget curves).
-    fn selects_under_budget(&self) -> bool {
-        false
+    /// The token budget `select` spends when none is given (`None`: the leg does not select
+    /// under a budget; such legs get no budget curve).
+    fn default_budget(&self) -> Option<u64> {
+        None
     }
 }
 

@@ -26,10 +26,17 @@
 
 pub mod backend;
 pub mod candidate;
+pub mod expand;
 pub mod first_stage;
 pub mod fuse;
+pub mod gate;
+pub mod lanes;
 pub mod leg;
+pub mod oracle;
 pub mod registry;
+pub mod rescue;
+pub mod select;
+pub mod tokens;
 
 pub use candidate::Candidate;
 pub use leg::{Leg, LegError, QueryInput, Retrieval, Selection};

@@ -1,0 +1,188 @@
+//! `hopbench bench`: speed checks that are benchmarks, not timed tests.
+//!
+//! - `bench latency`: per-leg query latency and throughput on prepared exports, one query at a
+//!   time on one thread (the seed's serving shape), after one warm-up pass.
+//! - `bench prepare`: prepare throughput on a dataset's raw files: reading, tokenising + BM25
+//!   indexing (chunks/s) and embedding (passages/s, no cache) on a sample.
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use hopbench_datasets::embed::Embedder;
+use hopbench_datasets::export::Export;
+use hopbench_datasets::lexical::{Bm25Index, Tokenizer};
+use hopbench_legs::QueryInput;
+use serde::Serialize;
+
+use crate::campaign::Campaign;
+use crate::data::{self, DataSettings, DatasetState};
+use crate::metrics;
+
+/// Latency of one leg on one dataset.
+#[derive(Debug, Serialize)]
+pub struct LegLatency {
+    /// Dataset.
+    pub dataset: String,
+    /// Leg.
+    pub leg: String,
+    /// Chunks in the corpus.
+    pub chunks: usize,
+    /// Queries per pass.
+    pub queries: usize,
+    /// Timed passes.
+    pub repeat: usize,
+    /// Median per-query latency (retrieve + select), ms.
+    pub median_ms: f64,
+    /// p95, ms.
+    pub p95_ms: f64,
+    /// Queries per second over the timed passes.
+    pub qps: f64,
+    /// Top-`top` chunk ids per query id (when asked for, for peer comparisons).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub top: BTreeMap<String, Vec<String>>,
+}
+
+/// Runs the latency benchmark for `legs` on a loaded export.
+pub fn latency(
+    campaign: &Campaign,
+    dataset: &str,
+    export: &std::sync::Arc<Export>,
+    legs: &[String],
+    repeat: usize,
+    top: usize,
+) -> Result<Vec<LegLatency>> {
+    let mut out = Vec::new();
+    for name in legs {
+        let leg = match campaign.legs[name].build(name, export.clone()) {
+            Ok(l) => l,
+            Err(e) => {
+                eprintln!("{dataset} x {name}: skipped ({e})");
+                continue;
+            }
+        };
+        let n = export.queries.len();
+        let mut tops = BTreeMap::new();
+        for q in 0..n {
+            let input = QueryInput::from_export(export, q);
+            let sel = leg.select(&input, &leg.retrieve(&input), None);
+            if top > 0 {
+                let ids = sel
+                    .chunks
+                    .iter()
+                    .take(top)
+                    .map(|&c| export.chunks[c as usize].id.clone())
+                    .collect();
+                tops.insert(export.queries[q].id.clone(), ids);
+            }
+        }
+        let mut times = Vec::with_capacity(n * repeat);
+        let started = Instant::now();
+        for _ in 0..repeat {
+            for q in 0..n {
+                let input = QueryInput::from_export(export, q);
+                let t = Instant::now();
+                let r = leg.retrieve(&input);
+                let s = leg.select(&input, &r, None);
+                times.push(t.elapsed().as_secs_f64() * 1e3);
+                std::hint::black_box(s);
+            }
+        }
+        let wall = started.elapsed().as_secs_f64();
+        out.push(LegLatency {
+            dataset: dataset.into(),
+            leg: name.clone(),
+            chunks: export.chunks.len(),
+            queries: n,
+            repeat,
+            median_ms: metrics::median(&times).unwrap_or(0.0),
+            p95_ms: metrics::percentile(&times, 95.0).unwrap_or(0.0),
+            qps: (n * repeat) as f64 / wall.max(1e-12),
+            top: tops,
+        });
+    }
+    Ok(out)
+}
+
+/// Prepare throughput on one dataset.
+#[derive(Debug, Serialize)]
+pub struct PrepareThroughput {
+    /// Dataset.
+    pub dataset: String,
+    /// Passages read.
+    pub passages: usize,
+    /// Seconds to read and parse the raw files.
+    pub read_s: f64,
+    /// Tokenise + BM25 index: chunks per second.
+    pub bm25_chunks_per_s: f64,
+    /// Passages embedded (a sample).
+    pub embedded: usize,
+    /// Embedding: passages per second (no cache).
+    pub embed_passages_per_s: f64,
+    /// Model.
+    pub model_id: String,
+}
+
+/// Measures prepare throughput on `dataset` (embedding `sample` passages, 0 = all).
+pub fn prepare(
+    campaign: &Campaign,
+    dataset: &str,
+    s: &DataSettings,
+    sample: usize,
+) -> Result<PrepareThroughput> {
+    let t = Instant::now();
+    let raw = data::read_dataset(campaign, dataset, s)?;
+    let read_s = t.elapsed().as_secs_f64();
+    let texts: Vec<String> = raw
+        .passages
+        .iter()
+        .map(|p| match &p.header {
+            Some(h) => format!("{h}\n{}", p.text),
+            None => p.text.clone(),
+        })
+        .collect();
+    let tok = Tokenizer::english();
+    let t = Instant::now();
+    let idx = Bm25Index::build(
+        texts.iter().map(String::as_str),
+        &tok,
+        campaign.prepare.bm25,
+    );
+    let bm25_s = t.elapsed().as_secs_f64();
+    std::hint::black_box(idx.num_postings());
+    let embedder = Embedder::load(&s.model_dir)
+        .with_context(|| format!("loading {}", s.model_dir.display()))?;
+    let n = if sample == 0 {
+        texts.len()
+    } else {
+        sample.min(texts.len())
+    };
+    let refs: Vec<&str> = texts.iter().take(n).map(String::as_str).collect();
+    let t = Instant::now();
+    let v = embedder.embed(&refs, &mut |_| {})?;
+    let embed_s = t.elapsed().as_secs_f64();
+    if v.len() != n {
+        bail!("embedder returned {} vectors for {n} texts", v.len());
+    }
+    Ok(PrepareThroughput {
+        dataset: dataset.into(),
+        passages: texts.len(),
+        read_s,
+        bm25_chunks_per_s: texts.len() as f64 / bm25_s.max(1e-12),
+        embedded: n,
+        embed_passages_per_s: n as f64 / embed_s.max(1e-12),
+        model_id: embedder.model_id().to_string(),
+    })
+}
+
+/// Opens a dataset for benchmarking (prepared if needed), or explains why it is unavailable.
+pub fn open(
+    campaign: &Campaign,
+    dataset: &str,
+    s: &DataSettings,
+) -> Result<std::sync::Arc<Export>> {
+    match data::open(campaign, dataset, s, true)? {
+        DatasetState::Ready(e) => Ok(e),
+        DatasetState::Missing(reason) => bail!("dataset {dataset}: {reason}"),
+    }
+}
