@@ -3,11 +3,17 @@
 //! ```text
 //! results/exports/<dataset>/
 //!   corpus.parquet         chunk_id, doc_id, title, text, context_header, token_count,
-//!                          embedding, [embedding_content]   (rows sorted by chunk_id)
+//!                          embedding, [embedding_content],
+//!                          kg_node_ids, kg_reach, kg_community, kg_node_centrality
+//!                                                          (rows sorted by chunk_id)
 //!   queries.parquet        query_id, text, embedding, gold_chunk_ids, gold_doc_ids,
 //!                          chain_json, decomposition_json, conversation_json, labels_json
 //!   bm25-stats.json        tokenizer, k1, b, chunk count, avgdl, per-chunk lengths
 //!   bm25-postings.parquet  term, chunks, tfs                 (term-major CSR, terms sorted)
+//!   kg-nodes.parquet       node, name, community, centrality  (the knowledge graph: see
+//!   kg-aliases.parquet     alias, node                         crate::enrich for how it is
+//!   kg-edges.parquet       a, b, weight                        built and what each column
+//!   kg-hyperedges.parquet  id, chunk, nodes                    means)
 //!   manifest.json          blake3 of every file above, of the raw inputs and of the config
 //! ```
 //!
@@ -15,6 +21,10 @@
 //! exactly like the record ids and "ties break on ascending id" is an integer comparison
 //! everywhere downstream. The directory is written beside its final place and renamed into it,
 //! so a crash never leaves a directory with a manifest that lies about its files.
+//!
+//! The knowledge graph ([`crate::enrich`]) is built over `(title, header + text)` of the sorted
+//! chunks; [`load`] reads it back through [`crate::enrich::read_kg`], which validates every file
+//! and checks that the corpus's denormalised `kg_*` columns are what the graph files imply.
 //!
 //! Re-running prepare with unchanged inputs, configuration, model and export code finds the
 //! same `input_key` in the existing manifest, re-hashes the files, and reuses the export.
@@ -25,6 +35,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::enrich::{self, EnrichConfig, KgIndex, KgStats, KnowledgeGraph};
 use crate::error::{Error, Result};
 use crate::lexical::{Bm25Index, Bm25Params, Bm25Parts, Tokenizer};
 use crate::model::{RawDataset, SubQuestion, Turn};
@@ -32,22 +43,16 @@ use crate::parquet_io::{self as pq, Columns};
 use crate::tokens::heuristic_tokens;
 
 /// Version of the export layout; part of every input key, so a layout change re-prepares.
-pub const EXPORT_VERSION: u32 = 1;
+pub const EXPORT_VERSION: u32 = 2;
 
 /// Settings that change what an export contains (all are hashed into its input key).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct PrepareConfig {
     /// BM25 parameters.
     pub bm25: Bm25Params,
-}
-
-impl Default for PrepareConfig {
-    fn default() -> Self {
-        PrepareConfig {
-            bm25: Bm25Params::default(),
-        }
-    }
+    /// Knowledge-graph enrichment.
+    pub enrich: EnrichConfig,
 }
 
 /// The dense embedder as prepare sees it: an identity and a batch function. Keeping this a
@@ -142,6 +147,8 @@ pub struct ExportStats {
     pub bm25_terms: usize,
     /// BM25 postings.
     pub bm25_postings: usize,
+    /// Knowledge-graph counts.
+    pub kg: KgStats,
 }
 
 /// `manifest.json`: what the export is, and the blake3 of everything it was made from.
@@ -210,9 +217,9 @@ pub struct Export {
     /// BM25 index.
     pub bm25: Bm25Index,
     /// The knowledge graph (empty where enrichment found no entities).
-    pub kg: crate::enrich::KnowledgeGraph,
+    pub kg: KnowledgeGraph,
     /// Its query-time indices.
-    pub kg_index: crate::enrich::KgIndex,
+    pub kg_index: KgIndex,
 }
 
 impl Export {
@@ -336,6 +343,7 @@ struct Built {
     queries: Vec<QueryRecord>,
     query_embeddings: Vec<f32>,
     bm25: Bm25Index,
+    kg: KnowledgeGraph,
 }
 
 fn flatten(vectors: Vec<Vec<f32>>, dim: usize, what: &str) -> Result<Vec<f32>> {
@@ -362,6 +370,10 @@ fn build(
     embed: &mut EmbedFn<'_>,
 ) -> Result<Built> {
     let origin = PathBuf::from(format!("<dataset {}>", source.name));
+    config.enrich.validate().map_err(|message| Error::Config {
+        context: "prepare config `enrich`".into(),
+        message,
+    })?;
     let mut passages = raw.passages;
     passages.sort_by(|a, b| a.id.cmp(&b.id));
     if let Some(w) = passages.windows(2).find(|w| w[0].id == w[1].id) {
@@ -454,6 +466,12 @@ fn build(
     let tokenizer = Tokenizer::english();
     let full: Vec<String> = chunks.iter().map(Chunk::full_text).collect();
     let bm25 = Bm25Index::build(full.iter().map(String::as_str), &tokenizer, config.bm25);
+    let titled: Vec<(&str, &str)> = chunks
+        .iter()
+        .zip(&full)
+        .map(|(c, f)| (c.title.as_str(), f.as_str()))
+        .collect();
+    let kg = enrich::build(&titled, &config.enrich);
 
     let dim = embed.dim;
     let refs: Vec<&str> = full.iter().map(String::as_str).collect();
@@ -480,6 +498,7 @@ fn build(
         queries,
         query_embeddings,
         bm25,
+        kg,
     })
 }
 
@@ -534,7 +553,9 @@ fn write_files(dir: &Path, b: &Built) -> Result<()> {
     if let Some(ce) = &b.content_embeddings {
         cols.push(("embedding_content", pq::vectors(ce, b.dim)));
     }
+    cols.extend(enrich::corpus_columns(&b.kg));
     pq::write(&dir.join("corpus.parquet"), cols)?;
+    enrich::write_kg(dir, &b.kg)?;
 
     let q = &b.queries;
     let ids_of = |v: &[u32]| {
@@ -651,11 +672,15 @@ fn write_files(dir: &Path, b: &Built) -> Result<()> {
 }
 
 /// The file names an export consists of (besides the manifest).
-pub const EXPORT_FILES: [&str; 4] = [
+pub const EXPORT_FILES: [&str; 8] = [
     "corpus.parquet",
     "queries.parquet",
     "bm25-stats.json",
     "bm25-postings.parquet",
+    enrich::KG_FILES[0],
+    enrich::KG_FILES[1],
+    enrich::KG_FILES[2],
+    enrich::KG_FILES[3],
 ];
 
 fn write_atomically(dir: &Path, mut manifest: Manifest, b: &Built) -> Result<Manifest> {
@@ -684,6 +709,7 @@ fn write_atomically(dir: &Path, mut manifest: Manifest, b: &Built) -> Result<Man
             chunks_with_header: b.chunks.iter().filter(|c| c.header.is_some()).count(),
             bm25_terms: b.bm25.num_terms(),
             bm25_postings: b.bm25.num_postings(),
+            kg: b.kg.stats(),
         };
         let path = tmp.join("manifest.json");
         let text = serde_json::to_string_pretty(&manifest).expect("manifest");
@@ -738,6 +764,7 @@ pub fn load(dir: &Path) -> Result<Export> {
     let texts = cols.strings("text")?;
     let headers = cols.opt_strings("context_header")?;
     let tokens = cols.u32s("token_count")?;
+    let kg = enrich::read_kg(dir, &cols)?;
     let embeddings = cols.vectors("embedding", dim)?;
     let content_embeddings = if cols.has("embedding_content") {
         Some(cols.vectors("embedding_content", dim)?)
@@ -924,8 +951,8 @@ pub fn load(dir: &Path) -> Result<Export> {
         queries,
         query_embeddings,
         bm25,
-        kg: Default::default(),
-        kg_index: Default::default(),
+        kg_index: KgIndex::new(&kg, ids.len()),
+        kg,
     })
 }
 
@@ -954,8 +981,12 @@ mod tests {
         RawDataset {
             passages: vec![
                 passage("c", "Gamma", "gamma is unrelated"),
-                passage("a", "Alpha", "alpha founded the company"),
-                passage("b", "Beta", "beta was born in a city"),
+                passage("a", "Alpha", "alpha founded the company of Beta"),
+                passage(
+                    "b",
+                    "Beta",
+                    "beta was born in a city. Alpha and Gamma were not.",
+                ),
             ],
             questions: vec![q, Question::new("q2", "gamma", vec!["c".into()])],
         }
@@ -1027,6 +1058,30 @@ mod tests {
         assert!(e.content_embeddings.is_none());
         assert_eq!(e.embedding(2).len(), 8);
         assert_eq!(e.bm25.search(&Tokenizer::english(), "gamma", 5)[0].0, 2);
+        // the knowledge graph: the same as building it over the loaded chunks, with its stats
+        let titled: Vec<(String, String)> = e
+            .chunks
+            .iter()
+            .map(|c| (c.title.clone(), c.full_text()))
+            .collect();
+        let refs: Vec<(&str, &str)> = titled
+            .iter()
+            .map(|(t, x)| (t.as_str(), x.as_str()))
+            .collect();
+        let kg = enrich::build(&refs, &EnrichConfig::default());
+        assert_eq!(e.kg, kg);
+        assert_eq!(e.kg.nodes, vec!["Alpha", "Beta", "Gamma"]);
+        assert_eq!(e.kg.chunk_nodes, vec![vec![0, 1], vec![0, 1, 2], vec![2]]);
+        // Alpha -> Beta (1.0), Beta -> Alpha (1.0), Beta -> Gamma (1.0), Alpha ~ Gamma in Beta (0.5)
+        assert_eq!(e.kg.edges, vec![(0, 1, 2.0), (0, 2, 0.5), (1, 2, 1.0)]);
+        assert_eq!(e.kg.chunk_reach, vec![vec![2], vec![], vec![0, 1]]);
+        assert_eq!(m.stats.kg, e.kg.stats());
+        assert_eq!((m.stats.kg.entities, m.stats.kg.edges), (3, 3));
+        assert_eq!(
+            e.kg_index.query_seeds("Where was BETA born, alpha?"),
+            vec![1, 0]
+        );
+        assert_eq!(e.kg_index.node_chunks(2), &[1, 2]);
         // unchanged inputs: reused, nothing embedded again
         let before = calls.get();
         let (m2, how) = prepare(
@@ -1042,6 +1097,7 @@ mod tests {
         // a different config is a different export
         let cfg = PrepareConfig {
             bm25: Bm25Params { k1: 1.2, b: 0.75 },
+            ..Default::default()
         };
         let (_, how) = prepare(&source(), || Ok(raw()), &cfg, &mut fake(8, calls), &dir).unwrap();
         assert_eq!(how, Prepared::Written);
@@ -1110,6 +1166,93 @@ mod tests {
         r.questions
             .push(Question::new("q1", "dup", vec!["a".into()]));
         expect_err(r, 8, "duplicate query id");
+    }
+
+    /// Prepares the tiny export into `dir`.
+    fn tiny(dir: &Path) -> Manifest {
+        let calls = std::rc::Rc::new(std::cell::Cell::new(0));
+        prepare(
+            &source(),
+            || Ok(raw()),
+            &PrepareConfig::default(),
+            &mut fake(8, calls),
+            dir,
+        )
+        .unwrap()
+        .0
+    }
+
+    /// Rewrites `file` (a parquet file of `dir`) with `edit` applied to its columns, and records
+    /// its new hash in the manifest, so that only the content checks of `load` can object.
+    fn rewrite(
+        dir: &Path,
+        file: &str,
+        edit: impl FnOnce(&str, arrow_array::ArrayRef) -> arrow_array::ArrayRef,
+    ) {
+        let path = dir.join(file);
+        let batch = pq::read(&path).unwrap();
+        let schema = batch.schema();
+        let mut edit = Some(edit);
+        let mut cols = Vec::new();
+        for (f, a) in schema.fields().iter().zip(batch.columns()) {
+            let a = match f.name().as_str() {
+                "b" | "kg_reach" => (edit.take().unwrap())(f.name(), a.clone()),
+                _ => a.clone(),
+            };
+            cols.push((f.name().as_str(), a));
+        }
+        pq::write(&path, cols).unwrap();
+        let mut m = read_manifest(dir).unwrap();
+        m.files.insert(file.into(), hash_file(&path).unwrap());
+        std::fs::write(
+            dir.join("manifest.json"),
+            serde_json::to_string_pretty(&m).unwrap(),
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn a_malformed_knowledge_graph_is_refused_on_load() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("kg");
+        tiny(&dir);
+        load(&dir).unwrap();
+        // an edge to a node that does not exist
+        rewrite(&dir, "kg-edges.parquet", |_, _| pq::u32s(&[1, 7, 2]));
+        let err = load(&dir).unwrap_err().to_string();
+        assert!(
+            err.contains("kg-edges.parquet") && err.contains("row 1") && err.contains("`b`"),
+            "{err}"
+        );
+        // a denormalised corpus column that disagrees with the graph files (the doctored export
+        // hashes as its manifest says, so it would be reused: start afresh)
+        std::fs::remove_dir_all(&dir).unwrap();
+        tiny(&dir);
+        rewrite(&dir, "corpus.parquet", |_, _| {
+            pq::u32_lists(&[vec![2], vec![0], vec![0, 1]])
+        });
+        let err = load(&dir).unwrap_err().to_string();
+        assert!(
+            err.contains("corpus.parquet") && err.contains("row 1") && err.contains("`kg_reach`"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn building_twice_gives_identical_files() {
+        let tmp = tempfile::tempdir().unwrap();
+        let a = tiny(&tmp.path().join("a"));
+        let b = tiny(&tmp.path().join("b"));
+        assert_eq!(a.files, b.files);
+        assert_eq!(a.files.len(), EXPORT_FILES.len());
+        assert_eq!(a.content_hash(), b.content_hash());
+        for f in EXPORT_FILES {
+            assert_eq!(
+                hash_file(&tmp.path().join("a").join(f)).unwrap(),
+                hash_file(&tmp.path().join("b").join(f)).unwrap(),
+                "{f}"
+            );
+        }
     }
 
     #[test]

@@ -153,6 +153,23 @@ impl<'a> Columns<'a> {
         Ok(a.values().to_vec())
     }
 
+    /// A nullable u32 column.
+    pub fn opt_u32s(&self, name: &str) -> Result<Vec<Option<u32>>> {
+        let a = self.typed::<UInt32Array>(name, "uint32")?;
+        Ok((0..a.len())
+            .map(|i| (!a.is_null(i)).then(|| a.value(i)))
+            .collect())
+    }
+
+    /// A non-null f32 column.
+    pub fn f32s(&self, name: &str) -> Result<Vec<f32>> {
+        let a = self.typed::<Float32Array>(name, "float32")?;
+        if a.null_count() > 0 {
+            return Err(Error::field(self.path, "column", name, "holds nulls"));
+        }
+        Ok(a.values().to_vec())
+    }
+
     /// A fixed-size f32 list column, flattened row-major, with its width checked.
     pub fn vectors(&self, name: &str, dim: usize) -> Result<Vec<f32>> {
         let a = self.typed::<FixedSizeListArray>(name, "fixed_size_list<float32>")?;
@@ -181,7 +198,7 @@ impl<'a> Columns<'a> {
         Ok(v.values().to_vec())
     }
 
-    /// A list<utf8> column (null rows -> None).
+    /// A `list<utf8>` column (null rows -> None).
     pub fn string_lists(&self, name: &str) -> Result<Vec<Option<Vec<String>>>> {
         let a = self.typed::<ListArray>(name, "list<utf8>")?;
         (0..a.len())
@@ -201,7 +218,7 @@ impl<'a> Columns<'a> {
             .collect()
     }
 
-    /// A list<u32> column (nulls are an error).
+    /// A `list<u32>` column (null rows and null items are an error).
     pub fn u32_lists(&self, name: &str) -> Result<Vec<Vec<u32>>> {
         let a = self.typed::<ListArray>(name, "list<uint32>")?;
         (0..a.len())
@@ -216,6 +233,14 @@ impl<'a> Columns<'a> {
                     .ok_or_else(|| {
                         Error::field(self.path, format!("row {i}"), name, "expected list<uint32>")
                     })?;
+                if s.null_count() > 0 {
+                    return Err(Error::field(
+                        self.path,
+                        format!("row {i}"),
+                        name,
+                        "holds null items",
+                    ));
+                }
                 Ok(s.values().to_vec())
             })
             .collect()
@@ -244,6 +269,16 @@ pub fn u32s(values: &[u32]) -> ArrayRef {
     Arc::new(UInt32Array::from(values.to_vec()))
 }
 
+/// A nullable u32 column.
+pub fn opt_u32s(values: &[Option<u32>]) -> ArrayRef {
+    Arc::new(UInt32Array::from(values.to_vec()))
+}
+
+/// A non-null f32 column.
+pub fn f32s(values: &[f32]) -> ArrayRef {
+    Arc::new(Float32Array::from(values.to_vec()))
+}
+
 /// A fixed-size f32 list column from row-major vectors of width `dim`.
 pub fn vectors(flat: &[f32], dim: usize) -> ArrayRef {
     let values = Arc::new(Float32Array::from(flat.to_vec()));
@@ -254,7 +289,7 @@ pub fn vectors(flat: &[f32], dim: usize) -> ArrayRef {
     )
 }
 
-/// A list<utf8> column; `None` rows are null.
+/// A `list<utf8>` column; `None` rows are null.
 pub fn string_lists(rows: &[Option<Vec<String>>]) -> ArrayRef {
     let mut b = ListBuilder::new(StringBuilder::new());
     for row in rows {
@@ -271,7 +306,7 @@ pub fn string_lists(rows: &[Option<Vec<String>>]) -> ArrayRef {
     Arc::new(b.finish())
 }
 
-/// A list<u32> column.
+/// A `list<u32>` column.
 pub fn u32_lists(rows: &[Vec<u32>]) -> ArrayRef {
     let mut b = ListBuilder::new(UInt32Builder::new());
     for row in rows {

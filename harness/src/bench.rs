@@ -65,7 +65,7 @@ pub fn latency(
         let mut tops = BTreeMap::new();
         for q in 0..n {
             let input = QueryInput::from_export(export, q);
-            let sel = leg.select(&input, &leg.retrieve(&input), None);
+            let sel = leg.select(&input, &leg.retrieve(&input), None)?;
             if top > 0 {
                 let ids = sel
                     .chunks
@@ -83,7 +83,7 @@ pub fn latency(
                 let input = QueryInput::from_export(export, q);
                 let t = Instant::now();
                 let r = leg.retrieve(&input);
-                let s = leg.select(&input, &r, None);
+                let s = leg.select(&input, &r, None)?;
                 times.push(t.elapsed().as_secs_f64() * 1e3);
                 std::hint::black_box(s);
             }

@@ -43,8 +43,10 @@ pub struct QueryResult {
     pub tokens_at_10: u64,
     /// Selection length.
     pub selected: usize,
-    /// Leg diagnostics.
+    /// Leg diagnostics (plus the harness's rescue attribution counts).
     pub diagnostics: BTreeMap<String, f64>,
+    /// Record ids of the gold chunks only the rescue lanes reached (rescue legs only).
+    pub rescued_gold: Vec<String>,
     /// The first `keep` selected chunk indices (for run files).
     pub ranked: Vec<u32>,
     /// Wall time of `retrieve` (ms).

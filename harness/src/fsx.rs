@@ -5,13 +5,18 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-/// A temp path beside `path` (same directory, so the rename is atomic).
+/// A temp path beside `path` (same directory, so the rename is atomic). The extension is kept
+/// (`.x.tmp-PID.png`) for writers that infer the format from it.
 pub fn temp_path(path: &Path) -> PathBuf {
-    let name = path
-        .file_name()
+    let stem = path
+        .file_stem()
         .map(|n| n.to_string_lossy().to_string())
         .unwrap_or_default();
-    path.with_file_name(format!(".{name}.tmp-{}", std::process::id()))
+    let ext = path
+        .extension()
+        .map(|e| format!(".{}", e.to_string_lossy()))
+        .unwrap_or_default();
+    path.with_file_name(format!(".{stem}.tmp-{}{ext}", std::process::id()))
 }
 
 /// Writes `bytes` to `path` atomically, creating parent directories.
@@ -27,6 +32,34 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
             std::fs::rename(&tmp, path)
                 .with_context(|| format!("{}: cannot rename into place", path.display()))
         });
+    if res.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    res
+}
+
+/// Writes a parquet file atomically (temp file beside it, then rename).
+pub fn write_parquet_atomic(
+    path: &Path,
+    columns: Vec<(String, arrow_array::ArrayRef)>,
+) -> Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("{}: cannot create directory", dir.display()))?;
+    }
+    let tmp = temp_path(path);
+    let res = hopbench_datasets::parquet_io::write(
+        &tmp,
+        columns
+            .iter()
+            .map(|(n, a)| (n.as_str(), a.clone()))
+            .collect(),
+    )
+    .map_err(anyhow::Error::from)
+    .and_then(|_| {
+        std::fs::rename(&tmp, path)
+            .with_context(|| format!("{}: cannot rename into place", path.display()))
+    });
     if res.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }

@@ -10,12 +10,15 @@ mod cache;
 mod campaign;
 mod compare;
 mod contract;
+mod curve;
 mod data;
 mod evaluate;
 mod fsx;
 mod matrix;
 mod metrics;
+mod plot;
 mod report;
+mod spend;
 mod stats;
 mod summary;
 mod trec;
@@ -45,6 +48,10 @@ enum Command {
     Prepare(PrepareArgs),
     /// Compare two results directories cell by cell.
     Compare(CompareArgs),
+    /// Equal-spend comparison of two selecting legs' budget curves on one dataset.
+    CompareCurves(CompareCurvesArgs),
+    /// Draw the budget curves of every dataset (PNG and SVG).
+    Plot(PlotArgs),
     /// Speed benchmarks (not tests): query latency per leg, prepare throughput.
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -93,6 +100,9 @@ struct RunArgs {
     /// No progress bars.
     #[arg(long)]
     quiet: bool,
+    /// Do not compute budget curves for selecting legs.
+    #[arg(long)]
+    no_curves: bool,
     /// Print the resolved settings and exit.
     #[arg(long)]
     show_settings: bool,
@@ -120,6 +130,42 @@ struct CompareArgs {
     #[arg(long)]
     json: Option<PathBuf>,
     /// Campaign whose `stats` settings to use (default as for run-matrix).
+    #[arg(long)]
+    campaign: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+struct CompareCurvesArgs {
+    /// Results directory (default: the campaign's `results`).
+    #[arg(long)]
+    results: Option<PathBuf>,
+    /// Dataset name.
+    #[arg(long)]
+    dataset: String,
+    /// Leg A (the baseline).
+    a: String,
+    /// Leg B.
+    b: String,
+    /// Also write the comparison as JSON to this file.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Campaign whose `stats` settings to use.
+    #[arg(long)]
+    campaign: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+struct PlotArgs {
+    /// Results directory (default: the campaign's `results`).
+    #[arg(long)]
+    results: Option<PathBuf>,
+    /// `all` or a comma list of dataset names.
+    #[arg(long, default_value = "all")]
+    datasets: String,
+    /// Output directory (default: <results>/plots).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Campaign (for the default results directory).
     #[arg(long)]
     campaign: Option<PathBuf>,
 }
@@ -227,6 +273,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 threads,
                 thread_source,
                 progress: !a.quiet,
+                no_curves: a.no_curves,
             };
             if a.show_settings {
                 println!("campaign: {origin}\n{settings:#?}");
@@ -260,8 +307,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     data::DatasetState::Ready(e) => {
                         let s = &e.manifest.stats;
                         println!(
-                            "{name}: {} chunks, {} documents, {} queries, {} gold chunks, {} with chain, {} with header; {} BM25 terms; model {}; export {}",
-                            s.chunks, s.documents, s.queries, s.gold_chunks, s.queries_with_chain, s.chunks_with_header, s.bm25_terms, e.manifest.model_id, e.dir.display()
+                            "{name}: {} chunks, {} documents, {} queries, {} gold chunks, {} with chain, {} with header; {} BM25 terms; \
+                             KG: {} entities, {} edges, {} hyperedges, {} communities, {} chunks mentioning another entity; model {}; export {}",
+                            s.chunks, s.documents, s.queries, s.gold_chunks, s.queries_with_chain, s.chunks_with_header, s.bm25_terms,
+                            s.kg.entities, s.kg.edges, s.kg.hyperedges, s.kg.communities, s.kg.chunks_with_mentions,
+                            e.manifest.model_id, e.dir.display()
                         );
                     }
                     data::DatasetState::Missing(reason) => println!("{name}: missing: {reason}"),
@@ -285,6 +335,40 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 let text = serde_json::to_string_pretty(&c).expect("comparison serialises") + "\n";
                 fsx::write_atomic(&path, text.as_bytes())
                     .with_context(|| format!("{}", path.display()))?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::CompareCurves(a) => {
+            let (campaign, _) = Campaign::load(a.campaign.as_deref())?;
+            let results = a
+                .results
+                .clone()
+                .unwrap_or_else(|| PathBuf::from(&campaign.results));
+            let c = spend::compare(&results, &a.dataset, &a.a, &a.b, &campaign.stats)?;
+            print!("{}", spend::table(&c));
+            write_json(a.json.as_deref(), &c)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Plot(a) => {
+            let (campaign, _) = Campaign::load(a.campaign.as_deref())?;
+            let results = a
+                .results
+                .clone()
+                .unwrap_or_else(|| PathBuf::from(&campaign.results));
+            let out = a.out.clone().unwrap_or_else(|| results.join("plots"));
+            let all = plot::collect(&results)?;
+            if all.is_empty() {
+                anyhow::bail!(
+                    "{}: no budget curves (run-matrix writes them for selecting legs)",
+                    results.join("curves").display()
+                );
+            }
+            let wanted: Vec<String> = all.iter().map(|(d, _)| d.clone()).collect();
+            let wanted = select(&a.datasets, wanted.iter(), "dataset with curves")?;
+            for (dataset, curves) in all.iter().filter(|(d, _)| wanted.contains(d)) {
+                for p in plot::write(&out, dataset, curves)? {
+                    println!("{}", p.display());
+                }
             }
             Ok(ExitCode::SUCCESS)
         }

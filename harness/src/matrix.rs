@@ -42,6 +42,8 @@ pub struct MatrixSettings {
     pub data: data::DataSettings,
     /// Show progress bars.
     pub progress: bool,
+    /// Skip budget curves.
+    pub no_curves: bool,
 }
 
 /// What happened to a cell in this invocation.
@@ -86,6 +88,12 @@ pub fn run(campaign: &Campaign, s: &MatrixSettings) -> Result<Vec<(CellSummary, 
         for leg in &s.legs {
             let cell = run_cell(campaign, s, &contract, &pool, dataset, leg, &state)
                 .with_context(|| format!("cell {dataset} x {leg}"))?;
+            if let (DatasetState::Ready(export), Status::Ok) = (&state, cell.0.status) {
+                if !s.no_curves {
+                    run_curve(campaign, s, &pool, dataset, leg, export, &cell.0.key)
+                        .with_context(|| format!("budget curve {dataset} x {leg}"))?;
+                }
+            }
             out.push(cell);
         }
     }
@@ -201,34 +209,53 @@ fn run_cell(
         &format!("{dataset} x {leg_name}"),
     );
     let started = Instant::now();
-    let results: Vec<QueryResult> = pool.install(|| {
+    let results: Vec<Result<QueryResult, String>> = pool.install(|| {
         idx.par_iter()
             .map(|&q| {
                 let input = QueryInput::from_export(&export, q);
                 let t0 = Instant::now();
                 let retrieval = leg.retrieve(&input);
                 let t1 = Instant::now();
-                let selection = leg.select(&input, &retrieval, None);
+                let selection = match leg.select(&input, &retrieval, None) {
+                    Ok(s) => s,
+                    Err(e) => return Err(format!("query {}: {e}", export.queries[q].id)),
+                };
                 let t2 = Instant::now();
                 let rec = &export.queries[q];
+                let mut diagnostics = retrieval.diagnostics.clone();
+                let rescued_gold = rescue_attribution(&retrieval, &rec.gold, &mut diagnostics)
+                    .into_iter()
+                    .map(|c| export.chunks[c as usize].id.clone())
+                    .collect();
                 let r = QueryResult {
                     id: rec.id.clone(),
                     metrics: evaluate::evaluate(&export, rec, &selection, &campaign.recall_k),
                     tokens_selected: selection.tokens,
                     tokens_at_10: evaluate::tokens_of_prefix(&export, &selection, evaluate::CUT),
                     selected: selection.chunks.len(),
-                    diagnostics: retrieval.diagnostics,
+                    diagnostics,
+                    rescued_gold,
                     ranked: selection.chunks,
                     retrieve_ms: (t1 - t0).as_secs_f64() * 1e3,
                     select_ms: (t2 - t1).as_secs_f64() * 1e3,
                 };
                 bar.inc(1);
-                r
+                Ok(r)
             })
             .collect()
     });
     let wall_ms = started.elapsed().as_secs_f64() * 1e3;
     bar.finish_and_clear();
+    let results: Vec<QueryResult> = match results.into_iter().collect() {
+        Ok(r) => r,
+        Err(reason) => {
+            // a leg that cannot select is an `error` cell with its reason, never zeros
+            let cell =
+                CellSummary::without_numbers(dataset, leg_name, Status::Error, reason, key, inputs);
+            summary::write_summary(&paths.summary, &cell)?;
+            return Ok((cell, CellOutcome::Computed));
+        }
+    };
 
     let lat =
         |f: &dyn Fn(&QueryResult) -> f64| Dist::of(&results.iter().map(f).collect::<Vec<_>>());
@@ -253,6 +280,73 @@ fn run_cell(
     // the summary goes last: a summary on disk means its records and run file are complete
     summary::write_summary(&paths.summary, &cell)?;
     Ok((cell, CellOutcome::Computed))
+}
+
+/// Rescue attribution, for legs whose retrieval reports a rescue stage (`rescued_len`): the gold
+/// chunks that only the rescue lanes reached (stamped `rescued`: a rescue candidate already in the
+/// base is dropped, so a rescued chunk is one the base never had), and the gold in the base.
+fn rescue_attribution(
+    retrieval: &hopbench_legs::Retrieval,
+    gold: &[u32],
+    diagnostics: &mut std::collections::BTreeMap<String, f64>,
+) -> Vec<u32> {
+    if !diagnostics.contains_key("rescued_len") {
+        return Vec::new();
+    }
+    let in_gold = |c: u32| gold.binary_search(&c).is_ok();
+    let rescued: Vec<u32> = retrieval
+        .ranked
+        .iter()
+        .filter(|c| c.rescued && in_gold(c.chunk))
+        .map(|c| c.chunk)
+        .collect();
+    let base = retrieval
+        .ranked
+        .iter()
+        .filter(|c| !c.rescued && in_gold(c.chunk))
+        .count();
+    diagnostics.insert("gold_in_base".into(), base as f64);
+    diagnostics.insert("rescued_gold".into(), rescued.len() as f64);
+    rescued
+}
+
+/// The budget curve of a selecting leg (cached by its own key; no-op for other legs).
+fn run_curve(
+    campaign: &Campaign,
+    s: &MatrixSettings,
+    pool: &rayon::ThreadPool,
+    dataset: &str,
+    leg_name: &str,
+    export: &std::sync::Arc<Export>,
+    cell_key: &str,
+) -> Result<()> {
+    let leg = campaign.legs[leg_name].build(leg_name, export.clone())?;
+    if leg.default_budget().is_none() {
+        return Ok(());
+    }
+    let idx = query_indices(export, s.limit);
+    let (curve, computed) = crate::curve::run(
+        &s.results,
+        dataset,
+        leg_name,
+        leg.as_ref(),
+        export,
+        &idx,
+        &campaign.budgets,
+        cell_key,
+        &campaign.stats,
+        s.threads,
+        pool,
+        s.force,
+    )?;
+    if computed {
+        let last = curve.points.last().map(|p| p.budget).unwrap_or(0);
+        eprintln!(
+            "{dataset} x {leg_name}: budget curve over {} budgets (up to {last} tokens)",
+            curve.points.len()
+        );
+    }
+    Ok(())
 }
 
 fn progress_bar(show: bool, len: u64, label: &str) -> ProgressBar {

@@ -296,6 +296,25 @@ pub fn write_records(path: &Path, names: &[String], results: &[QueryResult]) -> 
             ),
         ));
     }
+    let diag_names: std::collections::BTreeSet<&String> =
+        results.iter().flat_map(|r| r.diagnostics.keys()).collect();
+    for d in diag_names {
+        let v: Vec<Option<f64>> = results
+            .iter()
+            .map(|r| r.diagnostics.get(d).copied())
+            .collect();
+        cols.push((format!("diag:{d}"), pq::opt_f64s(&v)));
+    }
+    if results
+        .iter()
+        .any(|r| r.diagnostics.contains_key("rescued_len"))
+    {
+        let rows: Vec<Option<Vec<String>>> = results
+            .iter()
+            .map(|r| Some(r.rescued_gold.clone()))
+            .collect();
+        cols.push(("rescued_gold_ids".into(), pq::string_lists(&rows)));
+    }
     cols.push((
         "tokens_selected".into(),
         pq::f64s(
@@ -322,24 +341,7 @@ pub fn write_records(path: &Path, names: &[String], results: &[QueryResult]) -> 
         "select_ms".into(),
         pq::f64s(&results.iter().map(|r| r.select_ms).collect::<Vec<_>>()),
     ));
-    let tmp = fsx::temp_path(path);
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)
-            .with_context(|| format!("{}: cannot create", dir.display()))?;
-    }
-    let res = pq::write(
-        &tmp,
-        cols.iter().map(|(n, a)| (n.as_str(), a.clone())).collect(),
-    )
-    .map_err(anyhow::Error::from)
-    .and_then(|_| {
-        std::fs::rename(&tmp, path)
-            .with_context(|| format!("{}: cannot rename into place", path.display()))
-    });
-    if res.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    res
+    fsx::write_parquet_atomic(path, cols)
 }
 
 /// Per-query values of a records file: query ids and each requested column.

@@ -67,7 +67,12 @@ impl Leg for DenseLeg {
             ..Default::default()
         }
     }
-    fn select(&self, _q: &QueryInput<'_>, r: &Retrieval, _budget: Option<u64>) -> Selection {
+    fn select(
+        &self,
+        _q: &QueryInput<'_>,
+        r: &Retrieval,
+        _budget: Option<u64>,
+    ) -> Result<Selection, LegError> {
         select_none(&self.export, r)
     }
 }
@@ -102,7 +107,12 @@ impl Leg for LexicalLeg {
             ..Default::default()
         }
     }
-    fn select(&self, _q: &QueryInput<'_>, r: &Retrieval, _budget: Option<u64>) -> Selection {
+    fn select(
+        &self,
+        _q: &QueryInput<'_>,
+        r: &Retrieval,
+        _budget: Option<u64>,
+    ) -> Result<Selection, LegError> {
         select_none(&self.export, r)
     }
 }
@@ -145,7 +155,12 @@ impl Leg for HybridLeg {
         r.diagnostics.insert("pool_bm25".into(), b.len() as f64);
         r
     }
-    fn select(&self, _q: &QueryInput<'_>, r: &Retrieval, _budget: Option<u64>) -> Selection {
+    fn select(
+        &self,
+        _q: &QueryInput<'_>,
+        r: &Retrieval,
+        _budget: Option<u64>,
+    ) -> Result<Selection, LegError> {
         select_none(&self.dense.export, r)
     }
 }

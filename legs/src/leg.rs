@@ -39,6 +39,11 @@ pub struct Retrieval {
     pub ranked: Vec<Candidate>,
     /// Numeric per-query diagnostics (e.g. pool sizes), averaged per cell by the harness.
     pub diagnostics: BTreeMap<String, f64>,
+    /// The hypergraph lane's retained hyperedges `(id, ρ)`, for the chain-of-evidence selector:
+    /// `None` when the leg has no hypergraph lane, empty when the lane did not run (gate closed).
+    pub hyperedges: Option<Vec<(u32, f32)>>,
+    /// The graph seed nodes of this query (query seeds first), for the same selector.
+    pub seeds: Vec<u32>,
 }
 
 /// What `select` hands to the LLM: chunk indices in context order.
@@ -77,13 +82,15 @@ pub trait Leg: Send + Sync {
 
     /// Chooses the context for one query from a frozen retrieval (the cheap, pure half).
     /// `budget` is a token budget for selecting legs; legs without a selector ignore it and
-    /// return the ranked list unchanged (the seed's `none` selector).
+    /// return the ranked list unchanged (the seed's `none` selector). An error means the leg's
+    /// composition cannot select (e.g. chain-of-evidence without hypergraph signals): the cell
+    /// is recorded as `error`, never as zeros.
     fn select(
         &self,
         query: &QueryInput<'_>,
         retrieval: &Retrieval,
         budget: Option<u64>,
-    ) -> Selection;
+    ) -> Result<Selection, LegError>;
 
     /// The token budget `select` spends when none is given (`None`: the leg does not select
     /// under a budget; such legs get no budget curve).
@@ -93,11 +100,11 @@ pub trait Leg: Send + Sync {
 }
 
 /// The `none` selector: the ranked list unchanged, with its token count.
-pub fn select_none(export: &Export, retrieval: &Retrieval) -> Selection {
+pub fn select_none(export: &Export, retrieval: &Retrieval) -> Result<Selection, LegError> {
     let chunks: Vec<u32> = retrieval.ranked.iter().map(|c| c.chunk).collect();
     let tokens = chunks
         .iter()
         .map(|&c| export.chunks[c as usize].tokens as u64)
         .sum();
-    Selection { chunks, tokens }
+    Ok(Selection { chunks, tokens })
 }

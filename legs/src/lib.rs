@@ -36,6 +36,7 @@ pub mod oracle;
 pub mod registry;
 pub mod rescue;
 pub mod select;
+pub mod selecting;
 pub mod tokens;
 
 pub use candidate::Candidate;

@@ -8,13 +8,68 @@ use hopbench_datasets::export::Export;
 use serde::{Deserialize, Serialize};
 
 use crate::first_stage::{DenseLeg, HybridLeg, LexicalLeg, Vectors};
+use crate::lanes::fused::{FusedGraphLeg, HyperedgesConfig, KgConfig};
 use crate::leg::{Leg, LegError};
+use crate::oracle::{OracleKind, OracleLeg};
+use crate::rescue::{GraphRescueLeg, RescueConfig};
+use crate::selecting::{CoeLeg, PackedLeg, PackerLegConfig, RescueCoeConfig, RescuePackedConfig};
+use crate::tokens::{TokenCounterSpec, TIKTOKEN_ENCODINGS};
 
 fn pool_k() -> usize {
     100
 }
 fn rrf_k() -> f32 {
     60.0
+}
+fn oracle_k() -> usize {
+    100
+}
+
+/// Range checks that name the leg and the field (shared by every config's `validate`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Check<'a>(pub &'a str);
+
+impl Check<'_> {
+    pub(crate) fn fail(&self, field: &str, message: &str) -> Result<(), LegError> {
+        Err(LegError::Config {
+            leg: self.0.into(),
+            field: field.into(),
+            message: message.into(),
+        })
+    }
+    pub(crate) fn at_least(&self, field: &str, v: usize, min: usize) -> Result<(), LegError> {
+        if v < min {
+            return self.fail(field, &format!("must be at least {min}, got {v}"));
+        }
+        Ok(())
+    }
+    pub(crate) fn at_most(&self, field: &str, v: usize, max: usize) -> Result<(), LegError> {
+        if v > max {
+            return self.fail(field, &format!("must be at most {max}, got {v}"));
+        }
+        Ok(())
+    }
+    pub(crate) fn range(&self, field: &str, v: f64, lo: f64, hi: f64) -> Result<(), LegError> {
+        if !(v >= lo && v <= hi) {
+            return self.fail(field, &format!("must be in [{lo}, {hi}], got {v}"));
+        }
+        Ok(())
+    }
+    pub(crate) fn unit(&self, field: &str, v: f64) -> Result<(), LegError> {
+        self.range(field, v, 0.0, 1.0)
+    }
+    pub(crate) fn non_negative(&self, field: &str, v: f64) -> Result<(), LegError> {
+        if !(v >= 0.0 && v.is_finite()) {
+            return self.fail(field, &format!("must be a finite number >= 0, got {v}"));
+        }
+        Ok(())
+    }
+    pub(crate) fn positive(&self, field: &str, v: f64) -> Result<(), LegError> {
+        if !(v > 0.0 && v.is_finite()) {
+            return self.fail(field, &format!("must be a finite number > 0, got {v}"));
+        }
+        Ok(())
+    }
 }
 
 /// A leg's kind and parameters, as written in `campaign.yaml` (`kind: dense, pool_k: 100`).
@@ -49,6 +104,51 @@ pub enum LegSpec {
         #[serde(default = "rrf_k")]
         rrf_k: f32,
     },
+    /// The traversal lane RRF-fused as a third peer of dense and BM25 (the regression).
+    Kg(KgConfig),
+    /// The hypergraph lane RRF-fused as a third peer of dense and BM25 (the regression).
+    Hyperedges(HyperedgesConfig),
+    /// Graph rescue: the hybrid base, gated Expander rescore, graph lanes appended below the
+    /// base; selector `none`. Every parameter flat (see [`RescueConfig`]).
+    GraphRescue(RescueConfig),
+    /// The knapsack packer over the graph-fused (`kg`) ranking.
+    Packer(PackerLegConfig),
+    /// The knapsack packer over graph rescue's union.
+    GraphRescuePacked(RescuePackedConfig),
+    /// Chain-of-evidence over graph rescue's union.
+    GraphRescueCoe(RescueCoeConfig),
+    /// Bound: graph rescue's union with the rescued gold chunks promoted to the front.
+    RescueOracle {
+        /// The graph rescue being bounded (defaults: `graph_rescue`'s).
+        #[serde(default)]
+        rescue: RescueConfig,
+    },
+    /// Bound: a perfect rescore of the base's top `oracle_k` (gold first), then the rest.
+    BaseOracle {
+        /// Base head the oracle may rescore.
+        #[serde(default = "oracle_k")]
+        oracle_k: usize,
+        /// The graph rescue whose base is rescored (defaults: `graph_rescue`'s).
+        #[serde(default)]
+        rescue: RescueConfig,
+    },
+}
+
+/// An unknown tiktoken encoding is a configuration error at campaign load, not mid-run.
+fn check_counter(name: &str, spec: &TokenCounterSpec) -> Result<(), LegError> {
+    match spec {
+        TokenCounterSpec::Tiktoken(enc) if !TIKTOKEN_ENCODINGS.contains(&enc.as_str()) => {
+            Err(LegError::Config {
+                leg: name.into(),
+                field: "token_counter.tiktoken".into(),
+                message: format!(
+                    "unknown encoding `{enc}` (known: {})",
+                    TIKTOKEN_ENCODINGS.join(", ")
+                ),
+            })
+        }
+        _ => Ok(()),
+    }
 }
 
 impl LegSpec {
@@ -59,6 +159,14 @@ impl LegSpec {
             LegSpec::DenseContentOnly { .. } => "dense_content_only",
             LegSpec::Lexical { .. } => "lexical",
             LegSpec::Bm25 { .. } => "bm25",
+            LegSpec::Kg(_) => "kg",
+            LegSpec::Hyperedges(_) => "hyperedges",
+            LegSpec::GraphRescue(_) => "graph_rescue",
+            LegSpec::Packer(_) => "packer",
+            LegSpec::GraphRescuePacked(_) => "graph_rescue_packed",
+            LegSpec::GraphRescueCoe(_) => "graph_rescue_coe",
+            LegSpec::RescueOracle { .. } => "rescue_oracle",
+            LegSpec::BaseOracle { .. } => "base_oracle",
         }
     }
 
@@ -71,6 +179,41 @@ impl LegSpec {
                 message: message.into(),
             })
         };
+        match self {
+            LegSpec::Kg(c) => return c.validate(name),
+            LegSpec::Hyperedges(c) => return c.validate(name),
+            LegSpec::GraphRescue(c) | LegSpec::RescueOracle { rescue: c } => {
+                return c.validate(name)
+            }
+            LegSpec::BaseOracle { oracle_k, rescue } => {
+                Check(name).at_least("oracle_k", *oracle_k, 1)?;
+                return rescue.validate(name);
+            }
+            LegSpec::Packer(c) => {
+                Check(name).at_least("budget", c.budget as usize, 1)?;
+                check_counter(name, &c.token_counter)?;
+                c.packer.validate(name)?;
+                return c.ranking.validate(name);
+            }
+            LegSpec::GraphRescuePacked(c) => {
+                Check(name).at_least("budget", c.budget as usize, 1)?;
+                check_counter(name, &c.token_counter)?;
+                c.packer.validate(name)?;
+                return c.rescue.validate(name);
+            }
+            LegSpec::GraphRescueCoe(c) => {
+                Check(name).at_least("budget", c.budget as usize, 1)?;
+                check_counter(name, &c.token_counter)?;
+                if !c.rescue.lanes.contains(&crate::rescue::Lane::Hypergraph) {
+                    return bad(
+                        "rescue.lanes",
+                        "chain-of-evidence selects hyperedges: keep the hypergraph lane",
+                    );
+                }
+                return c.rescue.validate(name);
+            }
+            _ => {}
+        }
         match *self {
             LegSpec::Dense { pool_k }
             | LegSpec::DenseContentOnly { pool_k }
@@ -79,7 +222,7 @@ impl LegSpec {
             {
                 bad("pool_k", "must be at least 1")
             }
-            LegSpec::Bm25 { pool_k, .. } if pool_k == 0 => bad("pool_k", "must be at least 1"),
+            LegSpec::Bm25 { pool_k: 0, .. } => bad("pool_k", "must be at least 1"),
             LegSpec::Bm25 { rrf_k, .. } if !(rrf_k >= 0.0 && rrf_k.is_finite()) => {
                 bad("rrf_k", "must be a finite number >= 0")
             }
@@ -97,6 +240,23 @@ impl LegSpec {
             }
             LegSpec::Lexical { pool_k } => Box::new(LexicalLeg::new(export, pool_k)),
             LegSpec::Bm25 { pool_k, rrf_k } => Box::new(HybridLeg::new(export, pool_k, rrf_k)?),
+            LegSpec::Kg(ref c) => Box::new(FusedGraphLeg::kg(export, c)?),
+            LegSpec::Hyperedges(ref c) => Box::new(FusedGraphLeg::hyperedges(export, c)?),
+            LegSpec::GraphRescue(ref c) => Box::new(GraphRescueLeg::new(export, c.clone())?),
+            LegSpec::Packer(ref c) => Box::new(PackedLeg::fused(name, export, c)?),
+            LegSpec::GraphRescuePacked(ref c) => Box::new(PackedLeg::rescue(name, export, c)?),
+            LegSpec::GraphRescueCoe(ref c) => Box::new(CoeLeg::new(name, export, c)?),
+            LegSpec::RescueOracle { ref rescue } => {
+                Box::new(OracleLeg::new(export, rescue.clone(), OracleKind::Rescue)?)
+            }
+            LegSpec::BaseOracle {
+                oracle_k,
+                ref rescue,
+            } => Box::new(OracleLeg::new(
+                export,
+                rescue.clone(),
+                OracleKind::Base { oracle_k },
+            )?),
         })
     }
 }
@@ -118,5 +278,98 @@ mod tests {
         assert!(serde_json::from_str::<LegSpec>(r#"{"kind":"bm25","pool":5}"#).is_err());
         assert!(serde_json::from_str::<LegSpec>(r#"{"kind":"magic"}"#).is_err());
         assert!(LegSpec::Dense { pool_k: 0 }.validate("d").is_err());
+    }
+
+    #[test]
+    fn graph_kinds_parse_with_defaults_validate_and_build() {
+        let parse = |s: &str| serde_json::from_str::<LegSpec>(s);
+        assert_eq!(
+            parse(r#"{"kind":"kg"}"#).unwrap(),
+            LegSpec::Kg(KgConfig::default())
+        );
+        assert_eq!(
+            parse(r#"{"kind":"hyperedges"}"#).unwrap(),
+            LegSpec::Hyperedges(HyperedgesConfig::default())
+        );
+        assert_eq!(
+            parse(r#"{"kind":"graph_rescue"}"#).unwrap(),
+            LegSpec::GraphRescue(RescueConfig::default())
+        );
+        assert_eq!(
+            parse(r#"{"kind":"rescue_oracle"}"#).unwrap(),
+            LegSpec::RescueOracle {
+                rescue: RescueConfig::default()
+            }
+        );
+        assert_eq!(
+            parse(r#"{"kind":"base_oracle","rescue":{"graph_mode":"force"}}"#).unwrap(),
+            LegSpec::BaseOracle {
+                oracle_k: 100,
+                rescue: RescueConfig {
+                    graph_mode: crate::gate::GraphMode::Force,
+                    ..Default::default()
+                }
+            }
+        );
+        let g =
+            parse(r#"{"kind":"graph_rescue","hop_weight":0.1,"lanes":["hypergraph"]}"#).unwrap();
+        assert_eq!(g.kind(), "graph_rescue");
+        // unknown keys are rejected at every level
+        for bad in [
+            r#"{"kind":"kg","alpha":0.5}"#,
+            r#"{"kind":"hyperedges","max_hops":2}"#,
+            r#"{"kind":"graph_rescue","hop_wieght":0.1}"#,
+            r#"{"kind":"graph_rescue","lanes":["magic"]}"#,
+            r#"{"kind":"rescue_oracle","oracle_k":5}"#,
+            r#"{"kind":"base_oracle","rescue":{"pool":5}}"#,
+        ] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
+        // range checks name the field
+        let field = |s: &str| match parse(s).unwrap().validate("leg") {
+            Err(LegError::Config { leg, field, .. }) => {
+                assert_eq!(leg, "leg");
+                field
+            }
+            other => panic!("{s}: {other:?}"),
+        };
+        assert_eq!(field(r#"{"kind":"kg","hop_decay":1.5}"#), "hop_decay");
+        assert_eq!(
+            field(r#"{"kind":"hyperedges","iterations":0}"#),
+            "iterations"
+        );
+        assert_eq!(
+            field(r#"{"kind":"graph_rescue","low_agreement":-0.1}"#),
+            "low_agreement"
+        );
+        assert_eq!(
+            field(r#"{"kind":"graph_rescue","relation_cues":["two words"]}"#),
+            "relation_cues"
+        );
+        assert_eq!(field(r#"{"kind":"base_oracle","oracle_k":0}"#), "oracle_k");
+        assert_eq!(
+            field(r#"{"kind":"rescue_oracle","rescue":{"lane_k":0}}"#),
+            "lane_k"
+        );
+    }
+
+    #[test]
+    fn every_graph_kind_builds_and_runs_on_the_synthetic_export() {
+        let export = crate::rescue::fixtures::synthetic();
+        let q = crate::QueryInput::from_export(&export, 0);
+        for kind in [
+            "kg",
+            "hyperedges",
+            "graph_rescue",
+            "rescue_oracle",
+            "base_oracle",
+        ] {
+            let spec: LegSpec = serde_json::from_str(&format!(r#"{{"kind":"{kind}"}}"#)).unwrap();
+            let leg = spec.build(kind, export.clone()).unwrap();
+            let r = leg.retrieve(&q);
+            assert!(r.ranked.len() >= 100, "{kind}");
+            let s = leg.select(&q, &r, None).unwrap();
+            assert_eq!(s.chunks.len(), r.ranked.len());
+        }
     }
 }

@@ -1,0 +1,452 @@
+//! Building the [`KnowledgeGraph`] of a corpus: entities, aliases, mentions, edges, reach,
+//! hyperedges, then communities and centrality.
+
+use std::collections::BTreeMap;
+
+use rayon::prelude::*;
+
+use super::community::louvain;
+use super::pagerank::pagerank;
+use super::text::{alias_ok, fold, sentences, title_aliases, Hit, Matcher};
+use super::{EnrichConfig, Hyperedge, KnowledgeGraph};
+
+/// Co-occurrence pairs are formed among at most this many mentioned nodes per chunk (the first
+/// ones in text order), so a list-like chunk costs at most `30 * 29 / 2` pairs.
+pub const COOCCURRENCE_CAP: usize = 30;
+
+/// Edge weight added per chunk in which the chunk's own title node mentions another node.
+pub const MENTION_WEIGHT: f32 = 1.0;
+
+/// Edge weight added per chunk in which two (non-title) nodes are both mentioned.
+pub const COOCCURRENCE_WEIGHT: f32 = 0.5;
+
+/// What one chunk contributes, computed independently per chunk.
+struct ChunkScan {
+    /// Its own title's node.
+    title: Option<u32>,
+    /// Title node + every matched node, ascending, unique.
+    nodes: Vec<u32>,
+    /// Matched nodes other than the title node, in order of first occurrence.
+    mentions: Vec<u32>,
+    /// Per sentence with >= 2 nodes: its nodes, ascending, unique; sorted and deduplicated.
+    hyper: Vec<Vec<u32>>,
+}
+
+/// Aliases of the sorted, distinct `nodes`: folded title and title without its parenthetical
+/// qualifier, filtered by [`alias_ok`]; an alias claimed by several nodes keeps the smallest id.
+pub(crate) fn aliases_of(nodes: &[String], min_alias_chars: usize) -> Vec<(String, u32)> {
+    let mut map: BTreeMap<String, u32> = BTreeMap::new();
+    for (id, name) in nodes.iter().enumerate() {
+        for alias in title_aliases(name) {
+            if alias_ok(&alias, min_alias_chars) {
+                map.entry(alias).or_insert(id as u32);
+            }
+        }
+    }
+    map.into_iter().collect()
+}
+
+/// Whether a node's name starts with an uppercase letter (its occurrences in chunk text must
+/// then be capitalised too, when [`EnrichConfig::require_capitalised`]).
+fn capitalised(name: &str) -> bool {
+    name.trim_start()
+        .chars()
+        .next()
+        .is_some_and(char::is_uppercase)
+}
+
+fn scan(title: Option<u32>, text: &str, matcher: Option<&Matcher>, caps: &[bool]) -> ChunkScan {
+    let hits: Vec<Hit> = match matcher {
+        Some(m) => m.hits_where(&fold(text), |h| {
+            !caps.get(h.node as usize).copied().unwrap_or(false)
+                || text[h.start..]
+                    .chars()
+                    .next()
+                    .is_some_and(|c| !c.is_lowercase())
+        }),
+        None => Vec::new(),
+    };
+    let mut nodes: Vec<u32> = hits.iter().map(|h| h.node).chain(title).collect();
+    nodes.sort_unstable();
+    nodes.dedup();
+    let mut mentions: Vec<u32> = Vec::new();
+    for h in &hits {
+        if Some(h.node) != title && !mentions.contains(&h.node) {
+            mentions.push(h.node);
+        }
+    }
+    let mut hyper: Vec<Vec<u32>> = Vec::new();
+    if !hits.is_empty() {
+        let spans = sentences(text);
+        let mut k = 0;
+        for (s, &(_, end)) in spans.iter().enumerate() {
+            let mut set: Vec<u32> = Vec::new();
+            if s == 0 {
+                set.extend(title);
+            }
+            while k < hits.len() && hits[k].start < end {
+                set.push(hits[k].node);
+                k += 1;
+            }
+            set.sort_unstable();
+            set.dedup();
+            if set.len() >= 2 {
+                hyper.push(set);
+            }
+        }
+        hyper.sort();
+        hyper.dedup();
+    }
+    ChunkScan {
+        title,
+        nodes,
+        mentions,
+        hyper,
+    }
+}
+
+/// The undirected edges implied by the chunk scans, `a < b`, sorted, weights summed.
+fn edges_of(scans: &[ChunkScan]) -> Vec<(u32, u32, f32)> {
+    // weights are counted in half-units (mention = 2, co-occurrence = 1): exact integer sums
+    let mut raw: Vec<(u64, u32)> = Vec::new();
+    let key = |a: u32, b: u32| ((a.min(b) as u64) << 32) | a.max(b) as u64;
+    for s in scans {
+        if let Some(t) = s.title {
+            raw.extend(s.mentions.iter().map(|&m| (key(t, m), 2)));
+        }
+        let capped = &s.mentions[..s.mentions.len().min(COOCCURRENCE_CAP)];
+        for (i, &a) in capped.iter().enumerate() {
+            raw.extend(capped[i + 1..].iter().map(|&b| (key(a, b), 1)));
+        }
+    }
+    raw.par_sort_unstable_by_key(|r| r.0);
+    let mut edges: Vec<(u32, u32, f32)> = Vec::new();
+    let mut i = 0;
+    while i < raw.len() {
+        let k = raw[i].0;
+        let mut units = 0u64;
+        while i < raw.len() && raw[i].0 == k {
+            units += raw[i].1 as u64;
+            i += 1;
+        }
+        edges.push(((k >> 32) as u32, k as u32, units as f32 * 0.5));
+    }
+    edges
+}
+
+/// CSR adjacency (neighbour ids only) of `n` nodes.
+pub(crate) fn adjacency(n: usize, edges: &[(u32, u32, f32)]) -> (Vec<usize>, Vec<u32>) {
+    let mut off = vec![0usize; n + 1];
+    for &(a, b, _) in edges {
+        off[a as usize + 1] += 1;
+        off[b as usize + 1] += 1;
+    }
+    for i in 0..n {
+        off[i + 1] += off[i];
+    }
+    let mut fill = off.clone();
+    let mut nbr = vec![0u32; off[n]];
+    // edges are sorted by (a, b): every run ends up ascending
+    for &(a, b, _) in edges {
+        nbr[fill[a as usize]] = b;
+        fill[a as usize] += 1;
+    }
+    for &(a, b, _) in edges {
+        nbr[fill[b as usize]] = a;
+        fill[b as usize] += 1;
+    }
+    for i in 0..n {
+        nbr[off[i]..off[i + 1]].sort_unstable();
+    }
+    (off, nbr)
+}
+
+/// Per chunk: the union of the neighbours of its nodes, minus its nodes, ascending.
+pub(crate) fn reach_of(
+    n: usize,
+    edges: &[(u32, u32, f32)],
+    chunk_nodes: &[Vec<u32>],
+) -> Vec<Vec<u32>> {
+    let (off, nbr) = adjacency(n, edges);
+    chunk_nodes
+        .par_iter()
+        .map_init(
+            || (vec![u32::MAX; n], 0u32),
+            |(mark, stamp), nodes| {
+                *stamp = stamp.wrapping_add(1);
+                if *stamp == u32::MAX {
+                    mark.iter_mut().for_each(|m| *m = u32::MAX);
+                    *stamp = 0;
+                }
+                for &v in nodes {
+                    mark[v as usize] = *stamp;
+                }
+                let mut out = Vec::new();
+                for &v in nodes {
+                    for &u in &nbr[off[v as usize]..off[v as usize + 1]] {
+                        if mark[u as usize] != *stamp {
+                            mark[u as usize] = *stamp;
+                            out.push(u);
+                        }
+                    }
+                }
+                out.sort_unstable();
+                out
+            },
+        )
+        .collect()
+}
+
+/// Builds the knowledge graph of `chunks` (`(title, text as embedded)`, in chunk order). See
+/// the [module documentation](super) for every rule.
+pub fn build(chunks: &[(&str, &str)], cfg: &EnrichConfig) -> KnowledgeGraph {
+    let mut nodes: Vec<String> = chunks
+        .iter()
+        .filter(|(t, _)| !t.trim().is_empty())
+        .map(|(t, _)| t.to_string())
+        .collect();
+    nodes.sort_unstable();
+    nodes.dedup();
+    let n = nodes.len();
+    let aliases = aliases_of(&nodes, cfg.min_alias_chars);
+    let matcher = Matcher::new(aliases.iter().map(|(a, id)| (a.as_str(), *id)));
+    let title_node = |t: &str| {
+        nodes
+            .binary_search_by(|x| x.as_str().cmp(t))
+            .ok()
+            .map(|i| i as u32)
+    };
+
+    let caps: Vec<bool> = if cfg.require_capitalised {
+        nodes.iter().map(|n| capitalised(n)).collect()
+    } else {
+        Vec::new()
+    };
+    let scans: Vec<ChunkScan> = chunks
+        .par_iter()
+        .map(|(title, text)| scan(title_node(title), text, matcher.as_ref(), &caps))
+        .collect();
+
+    let edges = edges_of(&scans);
+    let chunk_nodes: Vec<Vec<u32>> = scans.iter().map(|s| s.nodes.clone()).collect();
+    let chunk_reach = reach_of(n, &edges, &chunk_nodes);
+    let hyperedges: Vec<Hyperedge> = scans
+        .iter()
+        .enumerate()
+        .flat_map(|(c, s)| {
+            s.hyper.iter().map(move |h| Hyperedge {
+                chunk: c as u32,
+                nodes: h.clone(),
+            })
+        })
+        .collect();
+    let chunk_title: Vec<Option<u32>> = scans.iter().map(|s| s.title).collect();
+    let (node_community, node_centrality) = rayon::join(
+        || louvain(n, &edges, cfg.community_seed),
+        || pagerank(n, &edges, cfg.pagerank_damping, cfg.pagerank_iterations),
+    );
+    KnowledgeGraph {
+        nodes,
+        aliases,
+        chunk_nodes,
+        chunk_reach,
+        node_community,
+        node_centrality,
+        edges,
+        hyperedges,
+        chunk_title,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Four passages: Alpha mentions Beta and Gamma; Beta mentions Alpha; Gamma mentions Beta and
+    /// the qualified "Delta (band)" by its short alias; Delta mentions nobody.
+    fn corpus() -> Vec<(&'static str, &'static str)> {
+        vec![
+            ("Alpha", "Alpha founded Beta. Gamma and Beta merged later."),
+            ("Beta", "Beta was bought by ALPHA in 1990."),
+            (
+                "Gamma",
+                "Gamma signed Delta, then Betamax failed. Beta agreed.",
+            ),
+            ("Delta (band)", "The band toured."),
+        ]
+    }
+
+    #[test]
+    fn entities_aliases_mentions_edges_and_reach() {
+        let kg = build(&corpus(), &EnrichConfig::default());
+        assert_eq!(kg.nodes, vec!["Alpha", "Beta", "Delta (band)", "Gamma"]);
+        assert_eq!(
+            kg.aliases,
+            vec![
+                ("alpha".to_string(), 0),
+                ("beta".to_string(), 1),
+                ("delta".to_string(), 2),
+                ("delta (band)".to_string(), 2),
+                ("gamma".to_string(), 3),
+            ]
+        );
+        // "Betamax" is no mention of Beta
+        assert_eq!(
+            kg.chunk_nodes,
+            vec![vec![0, 1, 3], vec![0, 1], vec![1, 2, 3], vec![2]]
+        );
+        assert_eq!(kg.chunk_title, vec![Some(0), Some(1), Some(3), Some(2)]);
+        // mentions: 0->1 (1.0), 0->3 (1.0), 1->0 (1.0), 3->2 (1.0), 3->1 (1.0);
+        // co-occurrence: chunk 0 {1,3} (0.5), chunk 2 {2,1} (0.5)
+        assert_eq!(
+            kg.edges,
+            vec![
+                (0, 1, 2.0),
+                (0, 3, 1.0),
+                (1, 2, 0.5),
+                (1, 3, 1.5),
+                (2, 3, 1.0)
+            ]
+        );
+        assert_eq!(
+            kg.chunk_reach,
+            vec![vec![2], vec![2, 3], vec![0], vec![1, 3]]
+        );
+        // sentence 0 of chunk 0 has Alpha (title, first sentence) and Beta; sentence 1 Gamma+Beta
+        assert_eq!(
+            kg.hyperedges,
+            vec![
+                Hyperedge {
+                    chunk: 0,
+                    nodes: vec![0, 1]
+                },
+                Hyperedge {
+                    chunk: 0,
+                    nodes: vec![1, 3]
+                },
+                Hyperedge {
+                    chunk: 1,
+                    nodes: vec![0, 1]
+                },
+                Hyperedge {
+                    chunk: 2,
+                    nodes: vec![2, 3]
+                },
+            ]
+        );
+        let sum: f32 = kg.node_centrality.iter().sum();
+        assert!((sum - 1.0).abs() < 1e-5);
+        assert_eq!(kg.node_community.len(), 4);
+        assert_eq!(
+            kg.node_community[0], 0,
+            "canonical: node 0 is in community 0"
+        );
+        assert_eq!(
+            build(&corpus(), &EnrichConfig::default()),
+            kg,
+            "deterministic"
+        );
+    }
+
+    #[test]
+    fn hyperedges_follow_sentences_and_dedupe() {
+        let chunks = vec![
+            (
+                "Alpha",
+                "Nothing here. Beta met Gamma. Gamma met Beta! beta, gamma.\nDelta alone.",
+            ),
+            ("Beta", "x"),
+            ("Gamma", "y"),
+            ("Delta", "z"),
+            ("", "Alpha and Beta, untitled."),
+        ];
+        let kg = build(&chunks, &EnrichConfig::default());
+        assert_eq!(
+            kg.hyperedges,
+            vec![
+                Hyperedge {
+                    chunk: 0,
+                    nodes: vec![1, 3]
+                },
+                Hyperedge {
+                    chunk: 4,
+                    nodes: vec![0, 1]
+                },
+            ]
+        );
+        assert_eq!(kg.chunk_title[4], None);
+        assert_eq!(kg.chunk_nodes[4], vec![0, 1]);
+        // untitled chunk: its two mentions co-occur (0.5); Alpha mentions Beta, Gamma, Delta (1.0)
+        // and Beta, Gamma, Delta co-occur in Alpha's chunk (0.5 each)
+        assert_eq!(
+            kg.edges,
+            vec![
+                (0, 1, 1.5),
+                (0, 2, 1.0),
+                (0, 3, 1.0),
+                (1, 2, 0.5),
+                (1, 3, 0.5),
+                (2, 3, 0.5)
+            ]
+        );
+    }
+
+    #[test]
+    fn capitalised_names_need_capitalised_mentions() {
+        let chunks = vec![
+            ("Water", "x"),
+            ("iPod", "y"),
+            (
+                "Lake",
+                "The water of the lake. Water is wet. An IPOD and an ipod.",
+            ),
+        ];
+        let kg = build(&chunks, &EnrichConfig::default());
+        assert_eq!(kg.nodes, vec!["Lake", "Water", "iPod"]);
+        assert_eq!(kg.chunk_nodes[2], vec![0, 1, 2]);
+        let lax = EnrichConfig {
+            require_capitalised: false,
+            ..Default::default()
+        };
+        let only_lower = vec![("Water", "x"), ("Lake", "the water of the lake")];
+        assert_eq!(
+            build(&only_lower, &EnrichConfig::default()).chunk_nodes[1],
+            vec![0]
+        );
+        assert_eq!(build(&only_lower, &lax).chunk_nodes[1], vec![0, 1]);
+    }
+
+    #[test]
+    fn cooccurrence_is_capped() {
+        let names: Vec<String> = (0..40).map(|i| format!("Entity{i:02}")).collect();
+        let list = names.join(", ");
+        let mut chunks: Vec<(&str, &str)> = names.iter().map(|n| (n.as_str(), "-")).collect();
+        chunks.push(("", &list));
+        let kg = build(&chunks, &EnrichConfig::default());
+        assert_eq!(
+            kg.edges.len(),
+            COOCCURRENCE_CAP * (COOCCURRENCE_CAP - 1) / 2
+        );
+        assert_eq!(kg.chunk_nodes[40].len(), 40);
+        assert_eq!(kg.hyperedges.len(), 1);
+        assert_eq!(kg.hyperedges[0].nodes.len(), 40);
+    }
+
+    #[test]
+    fn shared_aliases_go_to_the_smallest_node() {
+        let chunks = vec![
+            ("Lilu", "a"),
+            ("Lilu (mythology)", "b"),
+            ("Zed", "Lilu, Liluana"),
+        ];
+        let kg = build(&chunks, &EnrichConfig::default());
+        assert_eq!(
+            kg.aliases,
+            vec![("lilu".to_string(), 0), ("lilu (mythology)".to_string(), 1)]
+        );
+        assert_eq!(kg.chunk_nodes[2], vec![0, 2]);
+        assert_eq!(kg.edges, vec![(0, 2, 1.0)]);
+        let empty = build(&[], &EnrichConfig::default());
+        assert_eq!(empty, KnowledgeGraph::default());
+    }
+}

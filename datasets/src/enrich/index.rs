@@ -1,0 +1,180 @@
+//! [`KgIndex`]: query-time lookups derived from a [`KnowledgeGraph`] (never stored).
+
+use super::text::{fold, Matcher};
+use super::KnowledgeGraph;
+
+/// Query-time indices derived from a [`KnowledgeGraph`] when an export is loaded (never stored):
+/// the alias matcher, node -> chunks, node adjacency, node -> hyperedges.
+///
+/// Every per-node lookup is a CSR slice; a node id out of range gives an empty slice.
+#[derive(Debug, Clone, Default)]
+pub struct KgIndex {
+    /// The alias automaton (`None` when the graph has no aliases).
+    matcher: Option<Matcher>,
+    /// `node_chunks[chunk_off[v]..chunk_off[v + 1]]` = chunks mentioning `v`.
+    chunk_off: Vec<u32>,
+    node_chunks: Vec<u32>,
+    /// `adj[adj_off[v]..adj_off[v + 1]]` = neighbours of `v` with weights.
+    adj_off: Vec<u32>,
+    adj: Vec<(u32, f32)>,
+    /// `node_hyper[hyper_off[v]..hyper_off[v + 1]]` = hyperedges containing `v`.
+    hyper_off: Vec<u32>,
+    node_hyper: Vec<u32>,
+}
+
+/// CSR from `(row, value)` pairs grouped by row; values keep their input order within a row.
+fn csr<T: Copy + Default>(
+    rows: usize,
+    items: impl Iterator<Item = (u32, T)> + Clone,
+) -> (Vec<u32>, Vec<T>) {
+    let mut off = vec![0u32; rows + 1];
+    for (r, _) in items.clone() {
+        off[r as usize + 1] += 1;
+    }
+    for i in 0..rows {
+        off[i + 1] += off[i];
+    }
+    let mut fill = off.clone();
+    let mut data = vec![T::default(); off[rows] as usize];
+    for (r, v) in items {
+        data[fill[r as usize] as usize] = v;
+        fill[r as usize] += 1;
+    }
+    (off, data)
+}
+
+fn slice<'a, T>(off: &[u32], data: &'a [T], node: u32) -> &'a [T] {
+    let v = node as usize;
+    if v + 1 >= off.len() {
+        return &[];
+    }
+    &data[off[v] as usize..off[v + 1] as usize]
+}
+
+impl KgIndex {
+    /// Builds the indices of `kg` over `num_chunks` chunks.
+    pub fn new(kg: &KnowledgeGraph, num_chunks: usize) -> KgIndex {
+        let n = kg.nodes.len();
+        let matcher = Matcher::new(kg.aliases.iter().map(|(a, v)| (a.as_str(), *v)));
+        // chunks in ascending order, so each node's run is ascending
+        let (chunk_off, node_chunks) = csr(
+            n,
+            kg.chunk_nodes
+                .iter()
+                .take(num_chunks)
+                .enumerate()
+                .flat_map(|(c, vs)| vs.iter().map(move |&v| (v, c as u32))),
+        );
+        // each node's run collects neighbours from both ends of its edges: sort every run
+        let (adj_off, mut adj) = csr(
+            n,
+            kg.edges
+                .iter()
+                .map(|&(a, b, w)| (a, (b, w)))
+                .chain(kg.edges.iter().map(|&(a, b, w)| (b, (a, w)))),
+        );
+        for v in 0..n {
+            adj[adj_off[v] as usize..adj_off[v + 1] as usize].sort_unstable_by_key(|x| x.0);
+        }
+        let (hyper_off, node_hyper) = csr(
+            n,
+            kg.hyperedges
+                .iter()
+                .enumerate()
+                .flat_map(|(h, e)| e.nodes.iter().map(move |&v| (v, h as u32))),
+        );
+        KgIndex {
+            matcher,
+            chunk_off,
+            node_chunks,
+            adj_off,
+            adj,
+            hyper_off,
+            node_hyper,
+        }
+    }
+
+    /// Query seeds: nodes whose alias occurs in `query` (case-insensitive, on word boundaries,
+    /// leftmost-longest, non-overlapping), in order of first occurrence, deduplicated.
+    pub fn query_seeds(&self, query: &str) -> Vec<u32> {
+        let Some(m) = &self.matcher else {
+            return Vec::new();
+        };
+        let mut out: Vec<u32> = Vec::new();
+        for h in m.hits(&fold(query)) {
+            if !out.contains(&h.node) {
+                out.push(h.node);
+            }
+        }
+        out
+    }
+
+    /// Chunks that mention `node` (ascending).
+    pub fn node_chunks(&self, node: u32) -> &[u32] {
+        slice(&self.chunk_off, &self.node_chunks, node)
+    }
+
+    /// Neighbours of `node` with edge weights, ascending by neighbour id.
+    pub fn neighbours(&self, node: u32) -> &[(u32, f32)] {
+        slice(&self.adj_off, &self.adj, node)
+    }
+
+    /// Hyperedge ids that contain `node` (ascending).
+    pub fn node_hyperedges(&self, node: u32) -> &[u32] {
+        slice(&self.hyper_off, &self.node_hyper, node)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{build, EnrichConfig};
+    use super::*;
+
+    fn kg() -> KnowledgeGraph {
+        build(
+            &[
+                ("Alpha", "Alpha founded Beta. Gamma and Beta merged later."),
+                ("Beta", "Beta was bought by ALPHA in 1990."),
+                (
+                    "Gamma",
+                    "Gamma signed Delta, then Betamax failed. Beta agreed.",
+                ),
+                ("Delta (band)", "The band toured."),
+            ],
+            &EnrichConfig::default(),
+        )
+    }
+
+    #[test]
+    fn query_seeds_in_first_occurrence_order_deduplicated() {
+        let kg = kg();
+        let ix = KgIndex::new(&kg, 4);
+        assert_eq!(
+            ix.query_seeds("Did GAMMA sign Delta (band) before gamma met alpha? Alphabet no."),
+            vec![3, 2, 0]
+        );
+        assert_eq!(ix.query_seeds("delta"), vec![2]);
+        assert!(ix.query_seeds("Betamax").is_empty());
+        assert!(KgIndex::default().query_seeds("Alpha").is_empty());
+    }
+
+    #[test]
+    fn csr_lookups() {
+        let kg = kg();
+        let ix = KgIndex::new(&kg, 4);
+        assert_eq!(ix.node_chunks(0), &[0, 1]);
+        assert_eq!(ix.node_chunks(1), &[0, 1, 2]);
+        assert_eq!(ix.node_chunks(2), &[2, 3]);
+        assert_eq!(ix.node_chunks(3), &[0, 2]);
+        assert_eq!(ix.neighbours(1), &[(0, 2.0), (2, 0.5), (3, 1.5)]);
+        assert_eq!(ix.neighbours(3), &[(0, 1.0), (1, 1.5), (2, 1.0)]);
+        // hyperedges: 0 = (c0 {0,1}), 1 = (c0 {1,3}), 2 = (c1 {0,1}), 3 = (c2 {2,3})
+        assert_eq!(ix.node_hyperedges(1), &[0, 1, 2]);
+        assert_eq!(ix.node_hyperedges(2), &[3]);
+        assert!(ix.node_chunks(99).is_empty());
+        assert!(ix.neighbours(99).is_empty());
+        assert!(ix.node_hyperedges(u32::MAX).is_empty());
+        let d = KgIndex::default();
+        assert!(d.node_chunks(0).is_empty() && d.neighbours(0).is_empty());
+    }
+}

@@ -1,0 +1,579 @@
+//! The KG's files in an export, and the one reader that validates them.
+//!
+//! ```text
+//! corpus.parquet          ... kg_node_ids list<u32>, kg_reach list<u32>,
+//!                         kg_community u32 (null: untitled chunk), kg_node_centrality f32
+//! kg-nodes.parquet        node u32, name utf8, community u32, centrality f32   (row = node id)
+//! kg-aliases.parquet      alias utf8, node u32                                  (sorted by alias)
+//! kg-edges.parquet        a u32, b u32, weight f32                              (a < b, sorted)
+//! kg-hyperedges.parquet   id u32, chunk u32, nodes list<u32>          (row = id, sorted by
+//!                                                                      (chunk, nodes))
+//! ```
+//!
+//! `kg_node_ids` is the only place the chunk -> nodes mentions are stored; the other three
+//! corpus columns are denormalised (what the seed's consumers read per candidate) and
+//! [`read_kg`] recomputes each of them from the graph files and refuses any disagreement.
+
+use std::path::Path;
+
+use arrow_array::ArrayRef;
+
+use super::graph::reach_of;
+use super::text::title_aliases;
+use super::{Hyperedge, KnowledgeGraph};
+use crate::error::{Error, Result};
+use crate::parquet_io::{self as pq, Columns};
+
+/// The KG's own files in an export (besides its columns in `corpus.parquet`).
+pub const KG_FILES: [&str; 4] = [
+    "kg-nodes.parquet",
+    "kg-aliases.parquet",
+    "kg-edges.parquet",
+    "kg-hyperedges.parquet",
+];
+
+/// The four denormalised corpus columns of `kg` (one row per chunk): `kg_node_ids`, `kg_reach`,
+/// `kg_community` (the chunk's own title node's community) and `kg_node_centrality` (the peak
+/// centrality of its nodes).
+pub fn corpus_columns(kg: &KnowledgeGraph) -> Vec<(&'static str, ArrayRef)> {
+    let n = kg.chunk_nodes.len() as u32;
+    vec![
+        ("kg_node_ids", pq::u32_lists(&kg.chunk_nodes)),
+        ("kg_reach", pq::u32_lists(&kg.chunk_reach)),
+        (
+            "kg_community",
+            pq::opt_u32s(&(0..n).map(|c| kg.chunk_community(c)).collect::<Vec<_>>()),
+        ),
+        (
+            "kg_node_centrality",
+            pq::f32s(&(0..n).map(|c| kg.chunk_centrality(c)).collect::<Vec<_>>()),
+        ),
+    ]
+}
+
+/// Writes [`KG_FILES`] of `kg` into `dir`.
+pub fn write_kg(dir: &Path, kg: &KnowledgeGraph) -> Result<()> {
+    let n = kg.nodes.len() as u32;
+    pq::write(
+        &dir.join(KG_FILES[0]),
+        vec![
+            ("node", pq::u32s(&(0..n).collect::<Vec<_>>())),
+            ("name", pq::strings(&kg.nodes)),
+            ("community", pq::u32s(&kg.node_community)),
+            ("centrality", pq::f32s(&kg.node_centrality)),
+        ],
+    )?;
+    pq::write(
+        &dir.join(KG_FILES[1]),
+        vec![
+            (
+                "alias",
+                pq::strings(&kg.aliases.iter().map(|a| a.0.as_str()).collect::<Vec<_>>()),
+            ),
+            (
+                "node",
+                pq::u32s(&kg.aliases.iter().map(|a| a.1).collect::<Vec<_>>()),
+            ),
+        ],
+    )?;
+    pq::write(
+        &dir.join(KG_FILES[2]),
+        vec![
+            (
+                "a",
+                pq::u32s(&kg.edges.iter().map(|e| e.0).collect::<Vec<_>>()),
+            ),
+            (
+                "b",
+                pq::u32s(&kg.edges.iter().map(|e| e.1).collect::<Vec<_>>()),
+            ),
+            (
+                "weight",
+                pq::f32s(&kg.edges.iter().map(|e| e.2).collect::<Vec<_>>()),
+            ),
+        ],
+    )?;
+    let h = &kg.hyperedges;
+    pq::write(
+        &dir.join(KG_FILES[3]),
+        vec![
+            ("id", pq::u32s(&(0..h.len() as u32).collect::<Vec<_>>())),
+            (
+                "chunk",
+                pq::u32s(&h.iter().map(|e| e.chunk).collect::<Vec<_>>()),
+            ),
+            (
+                "nodes",
+                pq::u32_lists(&h.iter().map(|e| e.nodes.clone()).collect::<Vec<_>>()),
+            ),
+        ],
+    )?;
+    Ok(())
+}
+
+fn err(path: &Path, row: usize, column: &str, message: impl Into<String>) -> Error {
+    Error::field(path, format!("row {row}"), column, message)
+}
+
+/// Checks that `list` is strictly ascending and below `n`.
+fn check_ids(path: &Path, row: usize, column: &str, list: &[u32], n: usize) -> Result<()> {
+    if let Some(&v) = list.iter().find(|&&v| v as usize >= n) {
+        return Err(err(
+            path,
+            row,
+            column,
+            format!("node {v} is out of range (0..{n})"),
+        ));
+    }
+    if list.windows(2).any(|w| w[0] >= w[1]) {
+        return Err(err(path, row, column, "is not sorted ascending and unique"));
+    }
+    Ok(())
+}
+
+/// Reads and validates the KG of the export in `dir`, whose corpus (already read, `title` and the
+/// four `kg_*` columns) is `corpus`. Every inconsistency is an [`Error::Field`] naming the file,
+/// the row and the column: ids out of range, lists not ascending and unique, node ids not equal
+/// to the row, node names not the sorted distinct non-empty chunk titles, non-canonical
+/// community labels, non-finite or negative centrality (or not summing to 1), aliases not
+/// derived from their node's name or not sorted, edges not `a < b` or unsorted or with a
+/// non-positive weight, hyperedges with fewer than two nodes or nodes the chunk does not
+/// mention, a chunk's `kg_node_ids` lacking its own title node, and any denormalised corpus
+/// column (`kg_reach`, `kg_community`, `kg_node_centrality`) that differs from what the graph
+/// files imply.
+pub fn read_kg(dir: &Path, corpus: &Columns<'_>) -> Result<KnowledgeGraph> {
+    let num_chunks = corpus.rows();
+    let cpath = corpus.path;
+
+    // nodes
+    let path = dir.join(KG_FILES[0]);
+    let batch = pq::read(&path)?;
+    let cols = Columns {
+        path: &path,
+        batch: &batch,
+    };
+    let ids = cols.u32s("node")?;
+    let nodes = cols.strings("name")?;
+    let node_community = cols.u32s("community")?;
+    let node_centrality = cols.f32s("centrality")?;
+    let n = nodes.len();
+    let mut next_label = 0u32;
+    for v in 0..n {
+        if ids[v] as usize != v {
+            return Err(err(
+                &path,
+                v,
+                "node",
+                format!("is {}, expected the row number", ids[v]),
+            ));
+        }
+        if nodes[v].trim().is_empty() {
+            return Err(err(&path, v, "name", "is empty"));
+        }
+        if v > 0 && nodes[v - 1] >= nodes[v] {
+            return Err(err(
+                &path,
+                v,
+                "name",
+                "names are not sorted ascending and unique",
+            ));
+        }
+        match node_community[v].cmp(&next_label) {
+            std::cmp::Ordering::Less => {}
+            std::cmp::Ordering::Equal => next_label += 1,
+            std::cmp::Ordering::Greater => {
+                return Err(err(
+                    &path,
+                    v,
+                    "community",
+                    format!(
+                        "is {}: labels must be numbered by smallest member node (next new label is {next_label})",
+                        node_community[v]
+                    ),
+                ))
+            }
+        }
+        let c = node_centrality[v];
+        if !c.is_finite() || c < 0.0 {
+            return Err(err(&path, v, "centrality", format!("is {c}")));
+        }
+    }
+    if n > 0 {
+        let sum: f64 = node_centrality.iter().map(|&c| c as f64).sum();
+        if (sum - 1.0).abs() > 1e-3 {
+            return Err(Error::field(
+                &path,
+                "column",
+                "centrality",
+                format!("sums to {sum}, not 1"),
+            ));
+        }
+    }
+
+    // the corpus titles give each chunk's own node; every node is some chunk's title
+    let titles = corpus.strings("title")?;
+    let mut is_title = vec![false; n];
+    let mut chunk_title = Vec::with_capacity(num_chunks);
+    for (c, t) in titles.iter().enumerate() {
+        if t.trim().is_empty() {
+            chunk_title.push(None);
+            continue;
+        }
+        let v = nodes.binary_search(t).map_err(|_| {
+            err(
+                cpath,
+                c,
+                "title",
+                format!("`{t}` has no node in {}", KG_FILES[0]),
+            )
+        })?;
+        is_title[v] = true;
+        chunk_title.push(Some(v as u32));
+    }
+    if let Some(v) = is_title.iter().position(|t| !t) {
+        return Err(err(&path, v, "name", "is not the title of any chunk"));
+    }
+
+    // aliases
+    let path = dir.join(KG_FILES[1]);
+    let batch = pq::read(&path)?;
+    let cols = Columns {
+        path: &path,
+        batch: &batch,
+    };
+    let alias = cols.strings("alias")?;
+    let alias_node = cols.u32s("node")?;
+    for (r, (a, &v)) in alias.iter().zip(&alias_node).enumerate() {
+        if v as usize >= n {
+            return Err(err(
+                &path,
+                r,
+                "node",
+                format!("node {v} is out of range (0..{n})"),
+            ));
+        }
+        if r > 0 && alias[r - 1] >= *a {
+            return Err(err(
+                &path,
+                r,
+                "alias",
+                "aliases are not sorted ascending and unique",
+            ));
+        }
+        if !title_aliases(&nodes[v as usize]).contains(a) {
+            return Err(err(
+                &path,
+                r,
+                "alias",
+                format!("`{a}` is not an alias of node {v} `{}`", nodes[v as usize]),
+            ));
+        }
+    }
+    let aliases: Vec<(String, u32)> = alias.into_iter().zip(alias_node).collect();
+
+    // edges
+    let path = dir.join(KG_FILES[2]);
+    let batch = pq::read(&path)?;
+    let cols = Columns {
+        path: &path,
+        batch: &batch,
+    };
+    let ea = cols.u32s("a")?;
+    let eb = cols.u32s("b")?;
+    let ew = cols.f32s("weight")?;
+    let mut edges = Vec::with_capacity(ea.len());
+    for r in 0..ea.len() {
+        let (a, b, w) = (ea[r], eb[r], ew[r]);
+        if a as usize >= n {
+            return Err(err(
+                &path,
+                r,
+                "a",
+                format!("node {a} is out of range (0..{n})"),
+            ));
+        }
+        if b as usize >= n {
+            return Err(err(
+                &path,
+                r,
+                "b",
+                format!("node {b} is out of range (0..{n})"),
+            ));
+        }
+        if a >= b {
+            return Err(err(
+                &path,
+                r,
+                "b",
+                format!("is {b}, not greater than a = {a}"),
+            ));
+        }
+        if r > 0 && (ea[r - 1], eb[r - 1]) >= (a, b) {
+            return Err(err(&path, r, "a", "edges are not sorted by unique (a, b)"));
+        }
+        if !w.is_finite() || w <= 0.0 {
+            return Err(err(
+                &path,
+                r,
+                "weight",
+                format!("is {w}, not a positive number"),
+            ));
+        }
+        edges.push((a, b, w));
+    }
+
+    // chunk -> nodes
+    let chunk_nodes = corpus.u32_lists("kg_node_ids")?;
+    for (c, list) in chunk_nodes.iter().enumerate() {
+        check_ids(cpath, c, "kg_node_ids", list, n)?;
+        if let Some(t) = chunk_title[c] {
+            if list.binary_search(&t).is_err() {
+                return Err(err(
+                    cpath,
+                    c,
+                    "kg_node_ids",
+                    format!("lacks the chunk's own title node {t}"),
+                ));
+            }
+        }
+    }
+
+    // hyperedges
+    let path = dir.join(KG_FILES[3]);
+    let batch = pq::read(&path)?;
+    let cols = Columns {
+        path: &path,
+        batch: &batch,
+    };
+    let hid = cols.u32s("id")?;
+    let hchunk = cols.u32s("chunk")?;
+    let hnodes = cols.u32_lists("nodes")?;
+    let mut hyperedges: Vec<Hyperedge> = Vec::with_capacity(hid.len());
+    for (r, (chunk, nodes_r)) in hchunk.into_iter().zip(hnodes).enumerate() {
+        if hid[r] as usize != r {
+            return Err(err(
+                &path,
+                r,
+                "id",
+                format!("is {}, expected the row number", hid[r]),
+            ));
+        }
+        if chunk as usize >= num_chunks {
+            return Err(err(
+                &path,
+                r,
+                "chunk",
+                format!("chunk {chunk} is out of range (0..{num_chunks})"),
+            ));
+        }
+        check_ids(&path, r, "nodes", &nodes_r, n)?;
+        if nodes_r.len() < 2 {
+            return Err(err(&path, r, "nodes", "has fewer than 2 nodes"));
+        }
+        let mentioned = &chunk_nodes[chunk as usize];
+        if let Some(v) = nodes_r.iter().find(|v| mentioned.binary_search(v).is_err()) {
+            return Err(err(
+                &path,
+                r,
+                "nodes",
+                format!("node {v} is not among chunk {chunk}'s kg_node_ids"),
+            ));
+        }
+        let h = Hyperedge {
+            chunk,
+            nodes: nodes_r,
+        };
+        if let Some(prev) = hyperedges.last() {
+            if (prev.chunk, &prev.nodes) >= (h.chunk, &h.nodes) {
+                return Err(err(
+                    &path,
+                    r,
+                    "chunk",
+                    "rows are not sorted by unique (chunk, nodes)",
+                ));
+            }
+        }
+        hyperedges.push(h);
+    }
+
+    let kg = KnowledgeGraph {
+        chunk_reach: reach_of(n, &edges, &chunk_nodes),
+        nodes,
+        aliases,
+        chunk_nodes,
+        node_community,
+        node_centrality,
+        edges,
+        hyperedges,
+        chunk_title,
+    };
+
+    // the denormalised corpus columns must be what the graph implies
+    let reach = corpus.u32_lists("kg_reach")?;
+    if let Some(c) = (0..num_chunks).find(|&c| reach[c] != kg.chunk_reach[c]) {
+        return Err(err(
+            cpath,
+            c,
+            "kg_reach",
+            format!(
+                "is {:?}, but the edges in {} give {:?}",
+                reach[c], KG_FILES[2], kg.chunk_reach[c]
+            ),
+        ));
+    }
+    let community = corpus.opt_u32s("kg_community")?;
+    if let Some(c) = (0..num_chunks).find(|&c| community[c] != kg.chunk_community(c as u32)) {
+        return Err(err(
+            cpath,
+            c,
+            "kg_community",
+            format!(
+                "is {:?}, but the title node's community in {} is {:?}",
+                community[c],
+                KG_FILES[0],
+                kg.chunk_community(c as u32)
+            ),
+        ));
+    }
+    let centrality = corpus.f32s("kg_node_centrality")?;
+    if let Some(c) = (0..num_chunks).find(|&c| centrality[c] != kg.chunk_centrality(c as u32)) {
+        return Err(err(
+            cpath,
+            c,
+            "kg_node_centrality",
+            format!(
+                "is {}, but the peak node centrality in {} is {}",
+                centrality[c],
+                KG_FILES[0],
+                kg.chunk_centrality(c as u32)
+            ),
+        ));
+    }
+    Ok(kg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{build, EnrichConfig};
+    use super::*;
+
+    fn chunks() -> Vec<(&'static str, &'static str)> {
+        vec![
+            ("Alpha", "Alpha founded Beta. Gamma and Beta merged later."),
+            ("Beta", "Beta was bought by ALPHA in 1990."),
+            (
+                "Gamma",
+                "Gamma signed Delta, then Betamax failed. Beta agreed.",
+            ),
+            ("Delta (band)", "The band toured."),
+            ("", "Alpha and Gamma, untitled."),
+        ]
+    }
+
+    /// The corpus columns of `corpus_kg` and the graph files of `kg`.
+    fn write_mixed(dir: &Path, corpus_kg: &KnowledgeGraph, kg: &KnowledgeGraph) {
+        let mut cols = vec![(
+            "title",
+            pq::strings(&chunks().iter().map(|c| c.0).collect::<Vec<_>>()),
+        )];
+        cols.extend(corpus_columns(corpus_kg));
+        pq::write(&dir.join("corpus.parquet"), cols).unwrap();
+        write_kg(dir, kg).unwrap();
+    }
+
+    fn write_all(dir: &Path, kg: &KnowledgeGraph) {
+        write_mixed(dir, kg, kg)
+    }
+
+    fn read_back(dir: &Path) -> Result<KnowledgeGraph> {
+        let path = dir.join("corpus.parquet");
+        let batch = pq::read(&path)?;
+        read_kg(
+            dir,
+            &Columns {
+                path: &path,
+                batch: &batch,
+            },
+        )
+    }
+
+    #[test]
+    fn round_trip_is_exact() {
+        let tmp = tempfile::tempdir().unwrap();
+        let kg = build(&chunks(), &EnrichConfig::default());
+        write_all(tmp.path(), &kg);
+        assert_eq!(read_back(tmp.path()).unwrap(), kg);
+        let empty = build(&[("", "no titles here")], &EnrichConfig::default());
+        let t2 = tempfile::tempdir().unwrap();
+        let mut cols = vec![("title", pq::strings(&[""]))];
+        cols.extend(corpus_columns(&empty));
+        pq::write(&t2.path().join("corpus.parquet"), cols).unwrap();
+        write_kg(t2.path(), &empty).unwrap();
+        assert_eq!(read_back(t2.path()).unwrap(), empty);
+    }
+
+    fn expect(kg: KnowledgeGraph, file: &str, column: &str) {
+        expect_mixed(&kg, &kg, file, column)
+    }
+
+    fn expect_mixed(corpus_kg: &KnowledgeGraph, kg: &KnowledgeGraph, file: &str, column: &str) {
+        let tmp = tempfile::tempdir().unwrap();
+        write_mixed(tmp.path(), corpus_kg, kg);
+        let e = read_back(tmp.path()).unwrap_err().to_string();
+        assert!(
+            e.contains(file) && e.contains(&format!("`{column}`")),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn malformed_graphs_name_file_row_and_column() {
+        let good = build(&chunks(), &EnrichConfig::default());
+        let mut kg = good.clone();
+        kg.edges[0].1 = 9;
+        expect(kg, "kg-edges.parquet", "b");
+        let mut kg = good.clone();
+        kg.edges.swap(0, 1);
+        expect(kg, "kg-edges.parquet", "a");
+        let mut kg = good.clone();
+        kg.edges[1].2 = 0.0;
+        expect(kg, "kg-edges.parquet", "weight");
+        let mut kg = good.clone();
+        kg.hyperedges[0].nodes.truncate(1);
+        expect(kg, "kg-hyperedges.parquet", "nodes");
+        let mut kg = good.clone();
+        kg.hyperedges[0].nodes = vec![1, 0];
+        expect(kg, "kg-hyperedges.parquet", "nodes");
+        let mut kg = good.clone();
+        kg.hyperedges.swap(0, 1);
+        expect(kg, "kg-hyperedges.parquet", "chunk");
+        let mut kg = good.clone();
+        kg.chunk_nodes[1] = vec![1, 0];
+        expect(kg, "corpus.parquet", "kg_node_ids");
+        let mut kg = good.clone();
+        kg.chunk_nodes[3].push(7);
+        expect(kg, "corpus.parquet", "kg_node_ids");
+        let mut kg = good.clone();
+        kg.chunk_nodes[3] = vec![];
+        expect(kg, "corpus.parquet", "kg_node_ids");
+        let mut kg = good.clone();
+        kg.chunk_reach[0].push(3);
+        expect(kg, "corpus.parquet", "kg_reach");
+        let mut kg = good.clone();
+        kg.node_community[0] = 2;
+        expect(kg, "kg-nodes.parquet", "community");
+        let mut kg = good.clone();
+        // the nodes file still sums to ~1, every chunk's peak differs
+        kg.node_centrality.iter_mut().for_each(|c| *c += 1e-4);
+        expect_mixed(&good, &kg, "corpus.parquet", "kg_node_centrality");
+        let mut kg = good.clone();
+        kg.node_community[0] = 99;
+        expect_mixed(&kg, &good, "corpus.parquet", "kg_community");
+        let mut kg = good.clone();
+        kg.aliases[0].1 = 1;
+        expect(kg, "kg-aliases.parquet", "alias");
+        let mut kg = good.clone();
+        kg.nodes[1] = "Bravo".into();
+        expect(kg, "corpus.parquet", "title");
+    }
+}

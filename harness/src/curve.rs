@@ -1,0 +1,308 @@
+//! Budget curves: for a selecting leg, one `retrieve` per query and one `select` per budget, so
+//! every operating point is settled against the identical candidate union and the curve varies
+//! the budget and nothing else (the seed's §5.10).
+//!
+//! `results/curves/<dataset>/<leg>.curve.json` holds per budget the means (with bootstrap CIs)
+//! of recall@10, nDCG@10, doc_recall@10, chain_coverage@10 and full_chain_hit@10, the mean tokens
+//! spent, and the latency of retrieve + that budget's select. `<leg>.curve.parquet` beside it
+//! keeps one row per (query, budget) for paired comparisons. Curves are cached like cells: the
+//! key is the cell key plus the budget list.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use hopbench_datasets::export::Export;
+use hopbench_datasets::parquet_io::{self as pq, Columns};
+use hopbench_legs::{Leg, QueryInput};
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::evaluate;
+use crate::fsx;
+use crate::metrics;
+use crate::stats;
+use crate::summary::Dist;
+
+/// Version of the curve schema.
+pub const CURVE_SCHEMA_VERSION: u32 = 1;
+
+/// The metrics a curve reports at every budget.
+pub const CURVE_METRICS: [&str; 5] = [
+    "recall@10",
+    "ndcg@10",
+    "doc_recall@10",
+    "chain_coverage@10",
+    "full_chain_hit@10",
+];
+
+/// One budget of a curve.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CurvePoint {
+    /// Token budget.
+    pub budget: u64,
+    /// Mean of each curve metric (`null` where undefined on every query).
+    pub metrics: BTreeMap<String, Option<f64>>,
+    /// Bootstrap 95% CI of each mean.
+    pub metrics_ci95: BTreeMap<String, [f64; 2]>,
+    /// Mean tokens spent.
+    pub tokens_mean: f64,
+    /// Largest tokens spent by any query (never above the budget).
+    pub tokens_max: u64,
+    /// Mean selection length.
+    pub selected_mean: f64,
+}
+
+/// Latency of one budget: retrieve (paid once per query) + this budget's select.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PointTiming {
+    /// Budget.
+    pub budget: u64,
+    /// retrieve + select, ms.
+    pub latency_ms: Dist,
+}
+
+/// The non-deterministic half of a curve.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CurveTiming {
+    /// Pinned thread count.
+    pub threads: usize,
+    /// Wall time (ms).
+    pub wall_ms: f64,
+    /// Per-budget latency.
+    pub points: Vec<PointTiming>,
+}
+
+/// One selecting leg's budget curve on one dataset.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Curve {
+    /// [`CURVE_SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// Dataset.
+    pub dataset: String,
+    /// Leg.
+    pub leg: String,
+    /// blake3 of the cell key and the budgets.
+    pub key: String,
+    /// Queries.
+    pub queries: usize,
+    /// Points, by ascending budget.
+    pub points: Vec<CurvePoint>,
+    /// Timing (excluded from identity checks).
+    pub timing: Option<CurveTiming>,
+}
+
+/// Paths of a curve's files.
+pub fn paths(results: &Path, dataset: &str, leg: &str) -> (PathBuf, PathBuf) {
+    let dir = results.join("curves").join(dataset);
+    (
+        dir.join(format!("{leg}.curve.json")),
+        dir.join(format!("{leg}.curve.parquet")),
+    )
+}
+
+/// Reads a curve.
+pub fn read(path: &Path) -> Result<Curve> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("{}: cannot read", path.display()))?;
+    serde_json::from_str(&text).with_context(|| {
+        format!(
+            "{}: not a hopbench curve (schema {CURVE_SCHEMA_VERSION})",
+            path.display()
+        )
+    })
+}
+
+/// One (query, budget) row.
+struct Row {
+    metrics: BTreeMap<String, Option<f64>>,
+    tokens: u64,
+    selected: usize,
+    latency_ms: f64,
+}
+
+/// Computes (or reuses) the curve of `leg` on `export` over queries `idx`.
+#[allow(clippy::too_many_arguments)]
+pub fn run(
+    results: &Path,
+    dataset: &str,
+    leg_name: &str,
+    leg: &dyn Leg,
+    export: &Export,
+    idx: &[usize],
+    budgets: &[u64],
+    cell_key: &str,
+    stats_cfg: &crate::campaign::StatsConfig,
+    threads: usize,
+    pool: &rayon::ThreadPool,
+    force: bool,
+) -> Result<(Curve, bool)> {
+    let mut budgets = budgets.to_vec();
+    budgets.sort_unstable();
+    budgets.dedup();
+    let key = crate::cache::key_of(&(cell_key, &budgets));
+    let (json_path, parquet_path) = paths(results, dataset, leg_name);
+    if !force {
+        if let Ok(prev) = read(&json_path) {
+            if prev.key == key && parquet_path.exists() {
+                return Ok((prev, false));
+            }
+        }
+    }
+    let names: Vec<String> = CURVE_METRICS.iter().map(|s| s.to_string()).collect();
+    let started = Instant::now();
+    let rows: Vec<Result<Vec<Row>, String>> = pool.install(|| {
+        idx.par_iter()
+            .map(|&q| {
+                let input = QueryInput::from_export(export, q);
+                let t0 = Instant::now();
+                let retrieval = leg.retrieve(&input);
+                let retrieve_ms = t0.elapsed().as_secs_f64() * 1e3;
+                budgets
+                    .iter()
+                    .map(|&b| {
+                        let t = Instant::now();
+                        let sel = leg.select(&input, &retrieval, Some(b)).map_err(|e| {
+                            format!("query {}, budget {b}: {e}", export.queries[q].id)
+                        })?;
+                        let select_ms = t.elapsed().as_secs_f64() * 1e3;
+                        let all = evaluate::evaluate(export, &export.queries[q], &sel, &[10]);
+                        Ok(Row {
+                            metrics: names
+                                .iter()
+                                .map(|n| (n.clone(), all.get(n).copied().flatten()))
+                                .collect(),
+                            tokens: sel.tokens,
+                            selected: sel.chunks.len(),
+                            latency_ms: retrieve_ms + select_ms,
+                        })
+                    })
+                    .collect()
+            })
+            .collect()
+    });
+    let wall_ms = started.elapsed().as_secs_f64() * 1e3;
+    let rows: Vec<Vec<Row>> = rows
+        .into_iter()
+        .collect::<Result<_, String>>()
+        .map_err(anyhow::Error::msg)?;
+    let mut points = Vec::new();
+    let mut timings = Vec::new();
+    for (bi, &budget) in budgets.iter().enumerate() {
+        let at: Vec<&Row> = rows.iter().map(|r| &r[bi]).collect();
+        let mut p = CurvePoint {
+            budget,
+            metrics: BTreeMap::new(),
+            metrics_ci95: BTreeMap::new(),
+            tokens_mean: metrics::mean(at.iter().map(|r| r.tokens as f64)).unwrap_or(0.0),
+            tokens_max: at.iter().map(|r| r.tokens).max().unwrap_or(0),
+            selected_mean: metrics::mean(at.iter().map(|r| r.selected as f64)).unwrap_or(0.0),
+        };
+        for n in &names {
+            let m = metrics::mean_opt(at.iter().map(|r| r.metrics[n]));
+            p.metrics.insert(n.clone(), m.mean);
+            let values: Vec<f64> = at.iter().filter_map(|r| r.metrics[n]).collect();
+            if let Ok(ci) =
+                stats::bootstrap_mean_ci(&values, stats_cfg.resamples, 0.95, stats_cfg.seed)
+            {
+                p.metrics_ci95.insert(n.clone(), [ci.lo, ci.hi]);
+            }
+        }
+        points.push(p);
+        timings.push(PointTiming {
+            budget,
+            latency_ms: Dist::of(&at.iter().map(|r| r.latency_ms).collect::<Vec<_>>()),
+        });
+    }
+    let curve = Curve {
+        schema_version: CURVE_SCHEMA_VERSION,
+        dataset: dataset.into(),
+        leg: leg_name.into(),
+        key,
+        queries: idx.len(),
+        points,
+        timing: Some(CurveTiming {
+            threads,
+            wall_ms,
+            points: timings,
+        }),
+    };
+    write_rows(&parquet_path, export, idx, &budgets, &names, &rows)?;
+    let text = serde_json::to_string_pretty(&curve).expect("curve serialises") + "\n";
+    fsx::write_atomic(&json_path, text.as_bytes())?;
+    Ok((curve, true))
+}
+
+fn write_rows(
+    path: &Path,
+    export: &Export,
+    idx: &[usize],
+    budgets: &[u64],
+    names: &[String],
+    rows: &[Vec<Row>],
+) -> Result<()> {
+    let mut qid = Vec::new();
+    let mut budget = Vec::new();
+    let mut tokens = Vec::new();
+    let mut cols: Vec<Vec<Option<f64>>> = vec![Vec::new(); names.len()];
+    for (qi, &q) in idx.iter().enumerate() {
+        for (bi, &b) in budgets.iter().enumerate() {
+            let r = &rows[qi][bi];
+            qid.push(export.queries[q].id.clone());
+            budget.push(b as f64);
+            tokens.push(r.tokens as f64);
+            for (ni, n) in names.iter().enumerate() {
+                cols[ni].push(r.metrics[n]);
+            }
+        }
+    }
+    let mut columns = vec![
+        ("query_id".to_string(), pq::strings(&qid)),
+        ("budget".to_string(), pq::f64s(&budget)),
+        ("tokens".to_string(), pq::f64s(&tokens)),
+    ];
+    for (ni, n) in names.iter().enumerate() {
+        columns.push((n.clone(), pq::opt_f64s(&cols[ni])));
+    }
+    fsx::write_parquet_atomic(path, columns)
+}
+
+/// Per-query values of a curve: query ids (in order) and, per budget, each metric's values.
+pub fn read_rows(
+    path: &Path,
+) -> Result<(
+    Vec<String>,
+    BTreeMap<u64, BTreeMap<String, Vec<Option<f64>>>>,
+)> {
+    let batch = pq::read(path)?;
+    let cols = Columns {
+        path,
+        batch: &batch,
+    };
+    let qid = cols.strings("query_id")?;
+    let budget = cols.opt_f64s("budget")?;
+    let budget: Vec<u64> = budget.iter().map(|b| b.unwrap_or(0.0) as u64).collect();
+    // rows are query-major (every budget of query 1, then of query 2, ...)
+    let first = budget.iter().copied().min().unwrap_or(0);
+    let ids: Vec<String> = (0..qid.len())
+        .filter(|&i| budget[i] == first)
+        .map(|i| qid[i].clone())
+        .collect();
+    let mut per: BTreeMap<u64, BTreeMap<String, Vec<Option<f64>>>> = BTreeMap::new();
+    for n in CURVE_METRICS {
+        let v = cols.opt_f64s(n)?;
+        for i in 0..qid.len() {
+            per.entry(budget[i])
+                .or_default()
+                .entry(n.to_string())
+                .or_default()
+                .push(v[i]);
+        }
+    }
+    Ok((ids, per))
+}
