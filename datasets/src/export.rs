@@ -7,13 +7,17 @@
 //!                          kg_node_ids, kg_reach, kg_community, kg_node_centrality
 //!                                                          (rows sorted by chunk_id)
 //!   queries.parquet        query_id, text, embedding, gold_chunk_ids, gold_doc_ids,
-//!                          chain_json, decomposition_json, conversation_json, labels_json
+//!                          chain_json, decomposition_json, conversation_json, labels_json,
+//!                          subquery_embeddings (list<f32>: the decomposition's sub-question
+//!                          vectors flattened, `dim` each; null without a decomposition)
 //!   bm25-stats.json        tokenizer, k1, b, chunk count, avgdl, per-chunk lengths
 //!   bm25-postings.parquet  term, chunks, tfs                 (term-major CSR, terms sorted)
 //!   kg-nodes.parquet       node, name, community, centrality  (the knowledge graph: see
 //!   kg-aliases.parquet     alias, node                         crate::enrich for how it is
 //!   kg-edges.parquet       a, b, weight                        built and what each column
 //!   kg-hyperedges.parquet  id, chunk, nodes                    means)
+//!   simgraph-edges.parquet        a, b, weight   (chunk similarity graph: see
+//!   simgraph-communities.parquet  chunk, community        crate::simgraph)
 //!   manifest.json          blake3 of every file above, of the raw inputs and of the config
 //! ```
 //!
@@ -25,6 +29,10 @@
 //! The knowledge graph ([`crate::enrich`]) is built over `(title, header + text)` of the sorted
 //! chunks; [`load`] reads it back through [`crate::enrich::read_kg`], which validates every file
 //! and checks that the corpus's denormalised `kg_*` columns are what the graph files imply.
+//!
+//! Sub-query vectors ([`subquery_texts`]) embed the *published* decomposition with each `#k`
+//! replaced by the *published* answer of hop k: an oracle-ish setting (the gold intermediate
+//! answers are given), for the document-task legs only; label their results accordingly.
 //!
 //! Re-running prepare with unchanged inputs, configuration, model and export code finds the
 //! same `input_key` in the existing manifest, re-hashes the files, and reuses the export.
@@ -40,10 +48,11 @@ use crate::error::{Error, Result};
 use crate::lexical::{Bm25Index, Bm25Params, Bm25Parts, Tokenizer};
 use crate::model::{RawDataset, SubQuestion, Turn};
 use crate::parquet_io::{self as pq, Columns};
+use crate::simgraph::{SimGraph, SimGraphConfig, SIMGRAPH_FILES};
 use crate::tokens::heuristic_tokens;
 
 /// Version of the export layout; part of every input key, so a layout change re-prepares.
-pub const EXPORT_VERSION: u32 = 2;
+pub const EXPORT_VERSION: u32 = 3;
 
 /// Settings that change what an export contains (all are hashed into its input key).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -53,6 +62,8 @@ pub struct PrepareConfig {
     pub bm25: Bm25Params,
     /// Knowledge-graph enrichment.
     pub enrich: EnrichConfig,
+    /// The chunk similarity graph.
+    pub simgraph: SimGraphConfig,
 }
 
 /// The dense embedder as prepare sees it: an identity and a batch function. Keeping this a
@@ -149,6 +160,10 @@ pub struct ExportStats {
     pub bm25_postings: usize,
     /// Knowledge-graph counts.
     pub kg: KgStats,
+    /// Similarity-graph edges (undirected).
+    pub simgraph_edges: usize,
+    /// Similarity-graph communities.
+    pub simgraph_communities: usize,
 }
 
 /// `manifest.json`: what the export is, and the blake3 of everything it was made from.
@@ -220,6 +235,11 @@ pub struct Export {
     pub kg: KnowledgeGraph,
     /// Its query-time indices.
     pub kg_index: KgIndex,
+    /// The chunk similarity graph (kNN over `embeddings`, with communities).
+    pub simgraph: SimGraph,
+    /// Per query: its decomposition's sub-question vectors, flattened (`dim` each, in hop
+    /// order; see [`subquery_texts`]), `None` without a decomposition.
+    pub subquery_embeddings: Vec<Option<Vec<f32>>>,
 }
 
 impl Export {
@@ -230,6 +250,13 @@ impl Export {
     /// Query `q`'s vector.
     pub fn query_embedding(&self, q: usize) -> &[f32] {
         &self.query_embeddings[q * self.dim..(q + 1) * self.dim]
+    }
+    /// Query `q`'s sub-question vectors (`None` without a decomposition).
+    pub fn subquery_vectors(&self, q: usize) -> Option<Vec<&[f32]>> {
+        let dim = self.dim.max(1);
+        self.subquery_embeddings[q]
+            .as_ref()
+            .map(|flat| flat.chunks_exact(dim).collect())
     }
     /// Document index of chunk `i`.
     pub fn doc_of(&self, i: u32) -> Option<u32> {
@@ -344,6 +371,46 @@ struct Built {
     query_embeddings: Vec<f32>,
     bm25: Bm25Index,
     kg: KnowledgeGraph,
+    simgraph: SimGraph,
+    subquery_embeddings: Vec<Option<Vec<f32>>>,
+}
+
+/// The texts embedded for a decomposition's sub-questions: each published sub-question with
+/// every `#k` (1-based hop reference, MuSiQue style) replaced by the published answer of hop k.
+/// This uses the published decomposition *and answers*: an oracle-ish setting.
+pub fn subquery_texts(decomposition: &[SubQuestion]) -> Vec<String> {
+    decomposition
+        .iter()
+        .map(|sq| {
+            let mut out = String::with_capacity(sq.question.len());
+            let mut chars = sq.question.char_indices().peekable();
+            while let Some((i, c)) = chars.next() {
+                if c == '#' {
+                    let start = i + 1;
+                    let mut end = start;
+                    while let Some(&(j, d)) = chars.peek() {
+                        if d.is_ascii_digit() {
+                            end = j + 1;
+                            chars.next();
+                        } else {
+                            break;
+                        }
+                    }
+                    let hop = sq.question[start..end].parse::<usize>().ok();
+                    match hop
+                        .and_then(|k| k.checked_sub(1))
+                        .and_then(|k| decomposition.get(k))
+                    {
+                        Some(h) => out.push_str(&h.answer),
+                        None => out.push_str(&sq.question[i..end]),
+                    }
+                } else {
+                    out.push(c);
+                }
+            }
+            out
+        })
+        .collect()
 }
 
 fn flatten(vectors: Vec<Vec<f32>>, dim: usize, what: &str) -> Result<Vec<f32>> {
@@ -370,6 +437,13 @@ fn build(
     embed: &mut EmbedFn<'_>,
 ) -> Result<Built> {
     let origin = PathBuf::from(format!("<dataset {}>", source.name));
+    config
+        .simgraph
+        .validate()
+        .map_err(|message| Error::Config {
+            context: "prepare config `simgraph`".into(),
+            message,
+        })?;
     config.enrich.validate().map_err(|message| Error::Config {
         context: "prepare config `enrich`".into(),
         message,
@@ -489,6 +563,32 @@ fn build(
     };
     let qtexts: Vec<&str> = queries.iter().map(|q| q.text.as_str()).collect();
     let query_embeddings = flatten((embed.embed)(&qtexts, "queries")?, dim, "queries")?;
+    let simgraph = SimGraph::build(&embeddings, dim, &config.simgraph);
+    let sub_texts: Vec<Option<Vec<String>>> = queries
+        .iter()
+        .map(|q| q.decomposition.as_deref().map(subquery_texts))
+        .collect();
+    let all: Vec<&str> = sub_texts
+        .iter()
+        .flatten()
+        .flatten()
+        .map(String::as_str)
+        .collect();
+    let mut flat_subs = if all.is_empty() {
+        Vec::new()
+    } else {
+        flatten((embed.embed)(&all, "sub-queries")?, dim, "sub-queries")?
+    };
+    let mut subquery_embeddings = Vec::with_capacity(queries.len());
+    let mut at = 0;
+    for t in &sub_texts {
+        subquery_embeddings.push(t.as_ref().map(|t| {
+            let v = flat_subs[at..at + t.len() * dim].to_vec();
+            at += t.len() * dim;
+            v
+        }));
+    }
+    flat_subs.clear();
     Ok(Built {
         dim,
         chunks,
@@ -499,6 +599,8 @@ fn build(
         query_embeddings,
         bm25,
         kg,
+        simgraph,
+        subquery_embeddings,
     })
 }
 
@@ -556,6 +658,7 @@ fn write_files(dir: &Path, b: &Built) -> Result<()> {
     cols.extend(enrich::corpus_columns(&b.kg));
     pq::write(&dir.join("corpus.parquet"), cols)?;
     enrich::write_kg(dir, &b.kg)?;
+    b.simgraph.write(dir)?;
 
     let q = &b.queries;
     let ids_of = |v: &[u32]| {
@@ -631,6 +734,7 @@ fn write_files(dir: &Path, b: &Built) -> Result<()> {
                         .collect::<Vec<_>>(),
                 ),
             ),
+            ("subquery_embeddings", f32_lists(&b.subquery_embeddings)),
         ],
     )?;
 
@@ -672,7 +776,7 @@ fn write_files(dir: &Path, b: &Built) -> Result<()> {
 }
 
 /// The file names an export consists of (besides the manifest).
-pub const EXPORT_FILES: [&str; 8] = [
+pub const EXPORT_FILES: [&str; 10] = [
     "corpus.parquet",
     "queries.parquet",
     "bm25-stats.json",
@@ -681,7 +785,60 @@ pub const EXPORT_FILES: [&str; 8] = [
     enrich::KG_FILES[1],
     enrich::KG_FILES[2],
     enrich::KG_FILES[3],
+    SIMGRAPH_FILES[0],
+    SIMGRAPH_FILES[1],
 ];
+
+/// A nullable `list<float32>` column.
+fn f32_lists(rows: &[Option<Vec<f32>>]) -> arrow_array::ArrayRef {
+    use arrow_array::builder::{Float32Builder, ListBuilder};
+    let mut b = ListBuilder::new(Float32Builder::new());
+    for row in rows {
+        match row {
+            Some(v) => {
+                b.values().append_slice(v);
+                b.append(true);
+            }
+            None => b.append(false),
+        }
+    }
+    std::sync::Arc::new(b.finish())
+}
+
+/// Reads the nullable `list<float32>` column `name` (null items are an error).
+fn read_f32_lists(path: &Path, cols: &Columns<'_>, name: &str) -> Result<Vec<Option<Vec<f32>>>> {
+    use arrow_array::{Array, Float32Array, ListArray};
+    let a = cols
+        .batch
+        .column_by_name(name)
+        .ok_or_else(|| Error::field(path, "schema", name, "column is missing"))?
+        .as_any()
+        .downcast_ref::<ListArray>()
+        .ok_or_else(|| Error::field(path, "schema", name, "expected list<float32>"))?;
+    (0..a.len())
+        .map(|i| {
+            if a.is_null(i) {
+                return Ok(None);
+            }
+            let inner = a.value(i);
+            let v = inner
+                .as_any()
+                .downcast_ref::<Float32Array>()
+                .ok_or_else(|| {
+                    Error::field(path, format!("row {i}"), name, "expected list<float32>")
+                })?;
+            if v.null_count() > 0 {
+                return Err(Error::field(
+                    path,
+                    format!("row {i}"),
+                    name,
+                    "holds null items",
+                ));
+            }
+            Ok(Some(v.values().to_vec()))
+        })
+        .collect()
+}
 
 fn write_atomically(dir: &Path, mut manifest: Manifest, b: &Built) -> Result<Manifest> {
     let parent = dir.parent().unwrap_or(Path::new("."));
@@ -710,6 +867,8 @@ fn write_atomically(dir: &Path, mut manifest: Manifest, b: &Built) -> Result<Man
             bm25_terms: b.bm25.num_terms(),
             bm25_postings: b.bm25.num_postings(),
             kg: b.kg.stats(),
+            simgraph_edges: b.simgraph.num_edges(),
+            simgraph_communities: b.simgraph.num_communities(),
         };
         let path = tmp.join("manifest.json");
         let text = serde_json::to_string_pretty(&manifest).expect("manifest");
@@ -808,6 +967,7 @@ pub fn load(dir: &Path) -> Result<Export> {
     let decomps = cols.opt_strings("decomposition_json")?;
     let convs = cols.opt_strings("conversation_json")?;
     let labels = cols.strings("labels_json")?;
+    let subs = read_f32_lists(&path, &cols, "subquery_embeddings")?;
     let resolve = |row: usize, field: &str, id: &str| {
         index
             .get(id)
@@ -868,6 +1028,23 @@ pub fn load(dir: &Path) -> Result<Export> {
         };
         let labels = serde_json::from_value(parse(row, "labels_json", &labels[row])?)
             .map_err(|e| Error::field(&path, &qids[row], "labels_json", e.to_string()))?;
+        let want = decomposition
+            .as_ref()
+            .map(|d: &Vec<SubQuestion>| d.len() * dim);
+        let have = subs[row].as_ref().map(Vec::len);
+        if want != have {
+            let show = |x: Option<usize>| x.map_or("null".to_string(), |n| format!("{n} floats"));
+            return Err(Error::field(
+                &path,
+                &qids[row],
+                "subquery_embeddings",
+                format!(
+                    "is {}, the decomposition implies {} (row {row})",
+                    show(have),
+                    show(want)
+                ),
+            ));
+        }
         queries.push(QueryRecord {
             id: qids[row].clone(),
             text: qtexts[row].clone(),
@@ -937,6 +1114,7 @@ pub fn load(dir: &Path) -> Result<Export> {
         parts.post_tf.extend(t);
         parts.offsets.push(parts.post_chunk.len() as u32);
     }
+    let simgraph = SimGraph::read(dir, ids.len())?;
     let bm25 =
         Bm25Index::from_parts(parts).map_err(|m| Error::field(&path, "postings", "chunks", m))?;
 
@@ -953,6 +1131,8 @@ pub fn load(dir: &Path) -> Result<Export> {
         bm25,
         kg_index: KgIndex::new(&kg, ids.len()),
         kg,
+        simgraph,
+        subquery_embeddings: subs,
     })
 }
 
@@ -1236,6 +1416,130 @@ mod tests {
             err.contains("corpus.parquet") && err.contains("row 1") && err.contains("`kg_reach`"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn export_round_trips_simgraph_and_subquery_vectors() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("sq");
+        let mut r = raw();
+        r.questions[0].decomposition = Some(vec![
+            SubQuestion {
+                question: "who founded the company".into(),
+                answer: "Alpha".into(),
+                gold: vec!["a".into()],
+            },
+            SubQuestion {
+                question: "where was #1 born".into(),
+                answer: "a city".into(),
+                gold: vec!["b".into()],
+            },
+        ]);
+        // a graph with edges on this tiny corpus: keep everything
+        let cfg = PrepareConfig {
+            simgraph: SimGraphConfig {
+                min_similarity: -1.0,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let calls = std::rc::Rc::new(std::cell::Cell::new(0));
+        let (m, _) = prepare(&source(), || Ok(r), &cfg, &mut fake(8, calls.clone()), &dir).unwrap();
+        let e = load(&dir).unwrap();
+        assert_eq!(m.export_version, 3);
+        assert_eq!(e.simgraph.num_edges(), 3, "3 chunks, all pairs kept");
+        assert_eq!(
+            (m.stats.simgraph_edges, m.stats.simgraph_communities),
+            (3, e.simgraph.num_communities())
+        );
+        let built = SimGraph::build(&e.embeddings, e.dim, &cfg.simgraph);
+        assert_eq!(e.simgraph, built);
+        assert_eq!(
+            e.simgraph.weight(0, 2),
+            Some(crate::simgraph::dot(e.embedding(0), e.embedding(2)))
+        );
+        // sub-query vectors: hop 2's `#1` became hop 1's answer
+        let texts = subquery_texts(e.queries[0].decomposition.as_ref().unwrap());
+        assert_eq!(
+            texts,
+            vec!["who founded the company", "where was Alpha born"]
+        );
+        let subs = e.subquery_vectors(0).unwrap();
+        assert_eq!(subs.len(), 2);
+        let mut f = fake(8, calls);
+        let want = (f.embed)(&["who founded the company", "where was Alpha born"], "x").unwrap();
+        assert_eq!(subs[0], &want[0][..]);
+        assert_eq!(subs[1], &want[1][..]);
+        assert!(e.subquery_embeddings[1].is_none() && e.subquery_vectors(1).is_none());
+        // the default config prunes below 0.60 and differs in key
+        let d = tmp.path().join("d");
+        tiny(&d);
+        assert_ne!(read_manifest(&d).unwrap().input_key, m.input_key);
+    }
+
+    #[test]
+    fn a_subquery_column_that_disagrees_with_the_decomposition_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("sq");
+        let mut r = raw();
+        r.questions[0].decomposition = Some(vec![SubQuestion {
+            question: "who".into(),
+            answer: "Alpha".into(),
+            gold: vec!["a".into()],
+        }]);
+        let calls = std::rc::Rc::new(std::cell::Cell::new(0));
+        prepare(
+            &source(),
+            || Ok(r),
+            &PrepareConfig::default(),
+            &mut fake(8, calls),
+            &dir,
+        )
+        .unwrap();
+        let path = dir.join("queries.parquet");
+        let batch = pq::read(&path).unwrap();
+        let schema = batch.schema();
+        let cols: Vec<(&str, arrow_array::ArrayRef)> = schema
+            .fields()
+            .iter()
+            .zip(batch.columns())
+            .map(|(f, a)| {
+                let a = if f.name() == "subquery_embeddings" {
+                    f32_lists(&[Some(vec![0.5; 3]), None])
+                } else {
+                    a.clone()
+                };
+                (f.name().as_str(), a)
+            })
+            .collect();
+        pq::write(&path, cols).unwrap();
+        let mut m = read_manifest(&dir).unwrap();
+        m.files
+            .insert("queries.parquet".into(), hash_file(&path).unwrap());
+        std::fs::write(
+            dir.join("manifest.json"),
+            serde_json::to_string_pretty(&m).unwrap(),
+        )
+        .unwrap();
+        let err = load(&dir).unwrap_err().to_string();
+        assert!(
+            err.contains("queries.parquet")
+                && err.contains("q1")
+                && err.contains("`subquery_embeddings`")
+                && err.contains("row 0"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn subquery_texts_resolve_multi_digit_and_unknown_references() {
+        let sq = |q: &str, a: &str| SubQuestion {
+            question: q.into(),
+            answer: a.into(),
+            gold: vec![],
+        };
+        let d = vec![sq("x", "A1"), sq("#1 and #2 and #12 and #", "B")];
+        assert_eq!(subquery_texts(&d)[1], "A1 and B and #12 and #");
     }
 
     #[test]

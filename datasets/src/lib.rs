@@ -17,6 +17,7 @@ pub mod formats;
 pub mod lexical;
 pub mod model;
 pub mod parquet_io;
+pub mod simgraph;
 pub mod synthetic;
 pub mod tokens;
 

@@ -288,6 +288,27 @@ fn compare_cell(
     Ok(out)
 }
 
+/// Compares two legs of one results directory on one dataset (same export and query set): the
+/// same verdicts and paired statistics as [`compare`], Holm-corrected over the pair's metrics.
+pub fn compare_legs(results: &Path, dataset: &str, a: &str, b: &str, cfg: &StatsConfig) -> Result<Comparison> {
+    let read = |leg: &str| crate::summary::read_summary(&CellPaths::new(results, dataset, leg).summary);
+    let (x, y) = (read(a)?, read(b)?);
+    let mut cell = compare_cell(results, results, &x, &y, cfg)?;
+    cell.leg = format!("{b} vs {a}");
+    let ps: Vec<f64> = cell.metrics.iter().filter_map(|m| m.p).collect();
+    let adjusted = stats::holm(&ps);
+    let mut it = adjusted.into_iter();
+    for m in cell.metrics.iter_mut().filter(|m| m.p.is_some()) {
+        m.p_holm = it.next();
+    }
+    Ok(Comparison {
+        a: format!("{}#{a}", results.display()),
+        b: format!("{}#{b}", results.display()),
+        family_size: ps.len(),
+        cells: vec![cell],
+    })
+}
+
 /// The comparison as a text table (one line per cell, then the metrics that moved).
 pub fn table(c: &Comparison) -> String {
     let mut out = String::new();

@@ -48,6 +48,8 @@ enum Command {
     Prepare(PrepareArgs),
     /// Compare two results directories cell by cell.
     Compare(CompareArgs),
+    /// Paired comparison of two legs on one dataset of one results directory.
+    CompareLegs(CompareLegsArgs),
     /// Equal-spend comparison of two selecting legs' budget curves on one dataset.
     CompareCurves(CompareCurvesArgs),
     /// Draw the budget curves of every dataset (PNG and SVG).
@@ -155,6 +157,26 @@ struct CompareCurvesArgs {
 }
 
 #[derive(Args, Debug)]
+struct CompareLegsArgs {
+    /// Results directory (default: the campaign's `results`).
+    #[arg(long)]
+    results: Option<PathBuf>,
+    /// Dataset name.
+    #[arg(long)]
+    dataset: String,
+    /// Leg A (the baseline).
+    a: String,
+    /// Leg B.
+    b: String,
+    /// Also write the comparison as JSON to this file.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Campaign whose `stats` settings to use.
+    #[arg(long)]
+    campaign: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
 struct PlotArgs {
     /// Results directory (default: the campaign's `results`).
     #[arg(long)]
@@ -191,6 +213,9 @@ struct LatencyArgs {
     /// Timed passes over the queries (after one warm-up pass).
     #[arg(long, default_value_t = 20)]
     repeat: usize,
+    /// Time the queries of this other dataset against each dataset's corpus (same model).
+    #[arg(long)]
+    queries_from: Option<String>,
     /// Also record each query's top-N chunk ids (for peer comparisons).
     #[arg(long, default_value_t = 0)]
     top: usize,
@@ -338,6 +363,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        Command::CompareLegs(a) => {
+            let (campaign, _) = Campaign::load(a.campaign.as_deref())?;
+            let results = a.results.clone().unwrap_or_else(|| PathBuf::from(&campaign.results));
+            let c = compare::compare_legs(&results, &a.dataset, &a.a, &a.b, &campaign.stats)?;
+            print!("{}", compare::table(&c));
+            write_json(a.json.as_deref(), &c)?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::CompareCurves(a) => {
             let (campaign, _) = Campaign::load(a.campaign.as_deref())?;
             let results = a
@@ -382,9 +415,13 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let ds = data_settings(&a.common, &campaign, &results);
             let legs = select(&a.legs, campaign.legs.keys(), "leg")?;
             let mut all = Vec::new();
+            let from = match &a.queries_from {
+                Some(d) => Some(bench::open(&campaign, &select(d, campaign.datasets.keys(), "dataset")?[0], &ds)?),
+                None => None,
+            };
             for name in select(&a.datasets, campaign.datasets.keys(), "dataset")? {
                 let export = bench::open(&campaign, &name, &ds)?;
-                for r in bench::latency(&campaign, &name, &export, &legs, a.repeat.max(1), a.top)? {
+                for r in bench::latency(&campaign, &name, &export, from.as_deref(), &legs, a.repeat.max(1), a.top)? {
                     println!(
                         "{:<24} {:<20} {:>6} chunks {:>5} queries x{:<3} median {:>8.4} ms  p95 {:>8.4} ms  {:>10.0} q/s",
                         r.dataset, r.leg, r.chunks, r.queries, r.repeat, r.median_ms, r.p95_ms, r.qps

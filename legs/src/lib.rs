@@ -18,7 +18,7 @@
 //! let leg = spec.build("bm25", export.clone()).unwrap();
 //! let q = QueryInput::from_export(&export, 0);
 //! let retrieval = leg.retrieve(&q);
-//! let selection = leg.select(&q, &retrieval, None);
+//! let selection = leg.select(&q, &retrieval, None).unwrap();
 //! println!("{:?}", &selection.chunks[..10]);
 //! # }
 //! ```
@@ -26,6 +26,7 @@
 
 pub mod backend;
 pub mod candidate;
+pub mod cdgr;
 pub mod expand;
 pub mod first_stage;
 pub mod fuse;

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use hopbench_datasets::export::Export;
 use serde::{Deserialize, Serialize};
 
+use crate::cdgr::{CdgrConfig, CdgrLeg, CdgrMode};
 use crate::first_stage::{DenseLeg, HybridLeg, LexicalLeg, Vectors};
 use crate::lanes::fused::{FusedGraphLeg, HyperedgesConfig, KgConfig};
 use crate::leg::{Leg, LegError};
@@ -117,6 +118,14 @@ pub enum LegSpec {
     GraphRescuePacked(RescuePackedConfig),
     /// Chain-of-evidence over graph rescue's union.
     GraphRescueCoe(RescueCoeConfig),
+    /// Coverage-differential retrieval (SPEC-024 essentials), one-shot.
+    Cdr(CdgrConfig),
+    /// Coverage-differential graph retrieval (SPEC-025), one-shot.
+    Cdgr(CdgrConfig),
+    /// CDR over the published decomposition as a document task (`missing-inputs` without).
+    CdrTask(CdgrConfig),
+    /// CDGR over the published decomposition as a document task (`missing-inputs` without).
+    CdgrTask(CdgrConfig),
     /// Bound: graph rescue's union with the rescued gold chunks promoted to the front.
     RescueOracle {
         /// The graph rescue being bounded (defaults: `graph_rescue`'s).
@@ -165,6 +174,10 @@ impl LegSpec {
             LegSpec::Packer(_) => "packer",
             LegSpec::GraphRescuePacked(_) => "graph_rescue_packed",
             LegSpec::GraphRescueCoe(_) => "graph_rescue_coe",
+            LegSpec::Cdr(_) => "cdr",
+            LegSpec::Cdgr(_) => "cdgr",
+            LegSpec::CdrTask(_) => "cdr_task",
+            LegSpec::CdgrTask(_) => "cdgr_task",
             LegSpec::RescueOracle { .. } => "rescue_oracle",
             LegSpec::BaseOracle { .. } => "base_oracle",
         }
@@ -180,6 +193,10 @@ impl LegSpec {
             })
         };
         match self {
+            LegSpec::Cdr(c) | LegSpec::Cdgr(c) | LegSpec::CdrTask(c) | LegSpec::CdgrTask(c) => {
+                check_counter(name, &c.token_counter)?;
+                return c.validate(name);
+            }
             LegSpec::Kg(c) => return c.validate(name),
             LegSpec::Hyperedges(c) => return c.validate(name),
             LegSpec::GraphRescue(c) | LegSpec::RescueOracle { rescue: c } => {
@@ -246,6 +263,12 @@ impl LegSpec {
             LegSpec::Packer(ref c) => Box::new(PackedLeg::fused(name, export, c)?),
             LegSpec::GraphRescuePacked(ref c) => Box::new(PackedLeg::rescue(name, export, c)?),
             LegSpec::GraphRescueCoe(ref c) => Box::new(CoeLeg::new(name, export, c)?),
+            LegSpec::Cdr(ref c) => Box::new(CdgrLeg::new(name, export, CdgrMode::Cdr, c)?),
+            LegSpec::Cdgr(ref c) => Box::new(CdgrLeg::new(name, export, CdgrMode::Cdgr, c)?),
+            LegSpec::CdrTask(ref c) => Box::new(CdgrLeg::new(name, export, CdgrMode::CdrTask, c)?),
+            LegSpec::CdgrTask(ref c) => {
+                Box::new(CdgrLeg::new(name, export, CdgrMode::CdgrTask, c)?)
+            }
             LegSpec::RescueOracle { ref rescue } => {
                 Box::new(OracleLeg::new(export, rescue.clone(), OracleKind::Rescue)?)
             }

@@ -259,3 +259,92 @@ impl Leg for CoeLeg {
         Some(self.budget)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rescue::fixtures::synthetic;
+
+    const BUDGETS: [u64; 6] = [500, 1_000, 2_000, 4_000, 8_000, 64_000];
+
+    fn legs() -> Vec<(&'static str, Box<dyn Leg>)> {
+        let e = synthetic();
+        vec![
+            ("packer", Box::new(PackedLeg::fused("packer", e.clone(), &serde_json::from_str("{}").unwrap()).unwrap())),
+            (
+                "graph_rescue_packed",
+                Box::new(PackedLeg::rescue("graph_rescue_packed", e.clone(), &serde_json::from_str("{}").unwrap()).unwrap()),
+            ),
+            ("graph_rescue_coe", Box::new(CoeLeg::new("graph_rescue_coe", e, &serde_json::from_str("{}").unwrap()).unwrap())),
+        ]
+    }
+
+    #[test]
+    fn budgets_are_never_exceeded_and_backfill_spends_what_the_pool_holds() {
+        let e = synthetic();
+        for (name, leg) in legs() {
+            for q in 0..e.queries.len() {
+                let input = QueryInput::from_export(&e, q);
+                let r = leg.retrieve(&input);
+                // the packers select from the first 100 of the union (select_pool_k)
+                let pool: u64 = r.ranked.iter().take(100).map(|c| e.chunks[c.chunk as usize].tokens as u64).sum();
+                for b in BUDGETS {
+                    let s = leg.select(&input, &r, Some(b)).unwrap();
+                    assert!(s.tokens <= b, "{name} q{q} budget {b}: spent {}", s.tokens);
+                    let spent: u64 = s.chunks.iter().map(|&c| e.chunks[c as usize].tokens as u64).sum();
+                    assert_eq!(spent, s.tokens, "{name}: reported spend is the selection's heuristic tokens");
+                    if name == "graph_rescue_coe" {
+                        continue;
+                    }
+                    // backfill leaves no pool chunk that would still fit
+                    let left = b - s.tokens;
+                    let fits = r.ranked.iter().take(100).any(|c| {
+                        !s.chunks.contains(&c.chunk) && (e.chunks[c.chunk as usize].tokens.max(1) as u64) <= left
+                    });
+                    assert!(!fits, "{name} q{q} budget {b}: a chunk still fits in {left} unspent tokens");
+                    // hence, with chunks of ~100-300 tokens, >= 95% of any budget of 2k or more
+                    if pool >= b && b >= 2_000 {
+                        assert!(s.tokens * 100 >= b * 95, "{name} q{q} budget {b}: backfill spent only {}", s.tokens);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn above_the_pool_the_packed_union_keeps_the_unpacked_order() {
+        // the seed: at a budget the whole pool fits in, the packed leg ranks like the unpacked one
+        let e = synthetic();
+        let rescue = GraphRescueLeg::new(e.clone(), RescueConfig::default()).unwrap();
+        let packed = PackedLeg::rescue("p", e.clone(), &serde_json::from_str("{}").unwrap()).unwrap();
+        for q in 0..e.queries.len() {
+            let input = QueryInput::from_export(&e, q);
+            let r = rescue.retrieve(&input);
+            let s = packed.select(&input, &r, Some(1_000_000)).unwrap();
+            let head: Vec<u32> = r.ranked.iter().take(100).map(|c| c.chunk).collect();
+            assert_eq!(s.chunks, head, "q{q}");
+        }
+    }
+
+    #[test]
+    fn coe_without_a_hypergraph_lane_is_an_error_at_construction_and_at_select() {
+        let e = synthetic();
+        let c: RescueCoeConfig = serde_json::from_str(r#"{"rescue": {"lanes": ["traversal"]}}"#).unwrap();
+        assert!(CoeLeg::new("coe", e.clone(), &c).is_err());
+        let leg = CoeLeg::new("coe", e.clone(), &serde_json::from_str("{}").unwrap()).unwrap();
+        let input = QueryInput::from_export(&e, 0);
+        let mut r = leg.retrieve(&input);
+        r.hyperedges = None;
+        assert!(leg.select(&input, &r, None).is_err());
+    }
+
+    #[test]
+    fn a_named_tiktoken_encoding_changes_the_costs() {
+        let e = synthetic();
+        let c: PackerLegConfig = serde_json::from_str(r#"{"token_counter": {"tiktoken": "cl100k_base"}}"#).unwrap();
+        let leg = PackedLeg::fused("p", e.clone(), &c).unwrap();
+        let input = QueryInput::from_export(&e, 0);
+        let s = leg.select(&input, &leg.retrieve(&input), Some(2_000)).unwrap();
+        assert!(s.tokens <= 2_000 && !s.chunks.is_empty());
+    }
+}

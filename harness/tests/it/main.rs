@@ -4,4 +4,5 @@
 
 mod util;
 
+mod curves;
 mod matrix;

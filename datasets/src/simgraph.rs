@@ -1,0 +1,487 @@
+//! The chunk similarity graph (the CKF graph of CRP-SPEC-009 §5 as hopbench builds it).
+//!
+//! At prepare time every chunk gets its `k` nearest neighbours by cosine over the export's
+//! header+content vectors (exact brute force), kept where the similarity is at least
+//! `min_similarity`. The kNN relation is symmetrised: `a ~ b` when either side kept the other; the
+//! edge weight is their cosine (identical from both sides: [`dot`] is symmetric bit for bit).
+//! Among equally similar neighbours the lower chunk id wins. Communities are the same
+//! deterministic Louvain the knowledge graph uses, seeded with `community_seed`.
+//!
+//! Determinism: each chunk's similarities are computed independently with the fixed-order
+//! [`dot`] (the same eight-lane summation as the legs' dense search), each pair once (`i < j`,
+//! reused for both rows), and each row's list is sorted before it is cut, so the graph is the
+//! same bits at any rayon thread count.
+//!
+//! ```text
+//! simgraph-edges.parquet        a, b, weight     (a < b, rows sorted by (a, b))
+//! simgraph-communities.parquet  chunk, community (one row per chunk, in chunk order)
+//! ```
+
+use std::path::Path;
+
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::enrich::louvain;
+use crate::error::{Error, Result};
+use crate::parquet_io::{self as pq, Columns};
+
+/// The similarity graph's files in an export.
+pub const SIMGRAPH_FILES: [&str; 2] = ["simgraph-edges.parquet", "simgraph-communities.parquet"];
+
+/// Similarity-graph settings (hashed into the export's input key).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SimGraphConfig {
+    /// Nearest neighbours kept per chunk before symmetrising (SPEC-009's HNSW K).
+    pub k: usize,
+    /// Minimum cosine for a kept neighbour (SPEC-009 §5.2).
+    pub min_similarity: f32,
+    /// Louvain seed for the communities.
+    pub community_seed: u64,
+}
+
+impl Default for SimGraphConfig {
+    fn default() -> Self {
+        SimGraphConfig {
+            k: 20,
+            min_similarity: 0.60,
+            community_seed: 42,
+        }
+    }
+}
+
+impl SimGraphConfig {
+    /// Checks the ranges (`min_similarity` in [-1, 1]).
+    pub fn validate(&self) -> std::result::Result<(), String> {
+        if !(self.min_similarity >= -1.0 && self.min_similarity <= 1.0) {
+            return Err(format!(
+                "min_similarity is {}, expected a number in [-1, 1]",
+                self.min_similarity
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Dot product with a fixed summation order: eight interleaved lanes, the lanes pairwise, then
+/// the tail. The same arithmetic as `hopbench_legs::backend::dense::dot` (bit-identical results).
+#[inline]
+pub fn dot(a: &[f32], b: &[f32]) -> f32 {
+    debug_assert_eq!(a.len(), b.len());
+    let mut lanes = [0.0f32; 8];
+    let mut xs = a.chunks_exact(8);
+    let mut ys = b.chunks_exact(8);
+    for (x, y) in (&mut xs).zip(&mut ys) {
+        let x: &[f32; 8] = x.try_into().expect("8");
+        let y: &[f32; 8] = y.try_into().expect("8");
+        for l in 0..8 {
+            lanes[l] += x[l] * y[l];
+        }
+    }
+    let mut tail = 0.0f32;
+    for (x, y) in xs.remainder().iter().zip(ys.remainder()) {
+        tail += x * y;
+    }
+    ((lanes[0] + lanes[4]) + (lanes[1] + lanes[5]))
+        + ((lanes[2] + lanes[6]) + (lanes[3] + lanes[7]))
+        + tail
+}
+
+/// The similarity graph in CSR form, with its communities.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SimGraph {
+    /// `offsets[i]..offsets[i + 1]` is chunk `i`'s run in `adj`.
+    offsets: Vec<u32>,
+    /// `(neighbour, weight)`, each run sorted by ascending neighbour.
+    adj: Vec<(u32, f32)>,
+    /// Community of each chunk (canonical Louvain labels).
+    communities: Vec<u32>,
+}
+
+impl SimGraph {
+    /// Builds the graph over `n = embeddings.len() / dim` row-major, L2-normalised vectors.
+    pub fn build(embeddings: &[f32], dim: usize, cfg: &SimGraphConfig) -> SimGraph {
+        let n = embeddings.len().checked_div(dim).unwrap_or(0);
+        let edges = knn_edges(embeddings, dim, cfg);
+        let communities = louvain(n, &edges, cfg.community_seed);
+        SimGraph::from_parts(n, &edges, communities)
+    }
+
+    /// A graph over `n` chunks without edges (every chunk its own community).
+    pub fn empty(n: usize) -> SimGraph {
+        SimGraph::from_parts(n, &[], (0..n as u32).collect())
+    }
+
+    /// From undirected edges `(a, b, w)` (`a < b < n`, unique pairs) and `n` community labels.
+    pub fn from_parts(n: usize, edges: &[(u32, u32, f32)], communities: Vec<u32>) -> SimGraph {
+        assert_eq!(communities.len(), n, "one community per chunk");
+        let mut deg = vec![0u32; n + 1];
+        for &(a, b, _) in edges {
+            deg[a as usize + 1] += 1;
+            deg[b as usize + 1] += 1;
+        }
+        for i in 0..n {
+            deg[i + 1] += deg[i];
+        }
+        let mut fill = deg.clone();
+        let mut adj = vec![(0u32, 0f32); deg[n] as usize];
+        for &(a, b, w) in edges {
+            for (u, v) in [(a, b), (b, a)] {
+                adj[fill[u as usize] as usize] = (v, w);
+                fill[u as usize] += 1;
+            }
+        }
+        for i in 0..n {
+            adj[deg[i] as usize..deg[i + 1] as usize].sort_by_key(|e| e.0);
+        }
+        SimGraph {
+            offsets: deg,
+            adj,
+            communities,
+        }
+    }
+
+    /// Number of chunks.
+    pub fn len(&self) -> usize {
+        self.communities.len()
+    }
+
+    /// Whether the graph has no chunks.
+    pub fn is_empty(&self) -> bool {
+        self.communities.is_empty()
+    }
+
+    /// Chunk `chunk`'s neighbours `(chunk, cosine)`, ascending by chunk.
+    pub fn neighbours(&self, chunk: u32) -> &[(u32, f32)] {
+        let i = chunk as usize;
+        &self.adj[self.offsets[i] as usize..self.offsets[i + 1] as usize]
+    }
+
+    /// The weight of edge `a ~ b`, if there is one (binary search).
+    pub fn weight(&self, a: u32, b: u32) -> Option<f32> {
+        let run = self.neighbours(a);
+        run.binary_search_by_key(&b, |e| e.0).ok().map(|p| run[p].1)
+    }
+
+    /// Community of `chunk`.
+    pub fn community(&self, chunk: u32) -> u32 {
+        self.communities[chunk as usize]
+    }
+
+    /// Undirected edge count.
+    pub fn num_edges(&self) -> usize {
+        self.adj.len() / 2
+    }
+
+    /// Distinct communities.
+    pub fn num_communities(&self) -> usize {
+        self.communities.iter().max().map_or(0, |&m| m as usize + 1)
+    }
+
+    /// The undirected edges `(a, b, w)` with `a < b`, sorted by `(a, b)`.
+    pub fn edges(&self) -> Vec<(u32, u32, f32)> {
+        (0..self.len() as u32)
+            .flat_map(|a| {
+                self.neighbours(a)
+                    .iter()
+                    .filter(move |e| e.0 > a)
+                    .map(move |&(b, w)| (a, b, w))
+            })
+            .collect()
+    }
+
+    /// Writes the two files of [`SIMGRAPH_FILES`] into `dir`.
+    pub fn write(&self, dir: &Path) -> Result<()> {
+        let e = self.edges();
+        pq::write(
+            &dir.join(SIMGRAPH_FILES[0]),
+            vec![
+                ("a", pq::u32s(&e.iter().map(|e| e.0).collect::<Vec<_>>())),
+                ("b", pq::u32s(&e.iter().map(|e| e.1).collect::<Vec<_>>())),
+                (
+                    "weight",
+                    pq::f32s(&e.iter().map(|e| e.2).collect::<Vec<_>>()),
+                ),
+            ],
+        )?;
+        let n = self.len() as u32;
+        pq::write(
+            &dir.join(SIMGRAPH_FILES[1]),
+            vec![
+                ("chunk", pq::u32s(&(0..n).collect::<Vec<_>>())),
+                ("community", pq::u32s(&self.communities)),
+            ],
+        )
+    }
+
+    /// Reads and validates the files of [`SIMGRAPH_FILES`] for an `n`-chunk corpus. Errors name
+    /// the file, the row and the column.
+    pub fn read(dir: &Path, n: usize) -> Result<SimGraph> {
+        let path = dir.join(SIMGRAPH_FILES[0]);
+        let batch = pq::read(&path)?;
+        let cols = Columns {
+            path: &path,
+            batch: &batch,
+        };
+        let (a, b, w) = (cols.u32s("a")?, cols.u32s("b")?, cols.f32s("weight")?);
+        let mut edges = Vec::with_capacity(a.len());
+        for row in 0..a.len() {
+            let bad = |field: &str, msg: String| {
+                Err(Error::field(&path, format!("row {row}"), field, msg))
+            };
+            if a[row] as usize >= n {
+                return bad(
+                    "a",
+                    format!("chunk {} is not in the {n}-chunk corpus", a[row]),
+                );
+            }
+            if b[row] as usize >= n {
+                return bad(
+                    "b",
+                    format!("chunk {} is not in the {n}-chunk corpus", b[row]),
+                );
+            }
+            if a[row] >= b[row] {
+                return bad(
+                    "b",
+                    format!("{} is not greater than a = {}", b[row], a[row]),
+                );
+            }
+            if row > 0 && (a[row - 1], b[row - 1]) >= (a[row], b[row]) {
+                return bad("a", "rows are not sorted by unique (a, b)".into());
+            }
+            if !(w[row] >= -1.0 - 1e-4 && w[row] <= 1.0 + 1e-4) {
+                return bad("weight", format!("{} is not a cosine", w[row]));
+            }
+            edges.push((a[row], b[row], w[row]));
+        }
+        let path = dir.join(SIMGRAPH_FILES[1]);
+        let batch = pq::read(&path)?;
+        let cols = Columns {
+            path: &path,
+            batch: &batch,
+        };
+        let (chunk, community) = (cols.u32s("chunk")?, cols.u32s("community")?);
+        if chunk.len() != n {
+            return Err(Error::field(
+                &path,
+                "file",
+                "chunk",
+                format!("has {} rows for {n} chunks", chunk.len()),
+            ));
+        }
+        for row in 0..n {
+            if chunk[row] as usize != row {
+                return Err(Error::field(
+                    &path,
+                    format!("row {row}"),
+                    "chunk",
+                    format!("is {}, expected {row} (rows in chunk order)", chunk[row]),
+                ));
+            }
+            if community[row] as usize >= n {
+                return Err(Error::field(
+                    &path,
+                    format!("row {row}"),
+                    "community",
+                    format!("{} is not a community label of {n} chunks", community[row]),
+                ));
+            }
+        }
+        Ok(SimGraph::from_parts(n, &edges, community))
+    }
+}
+
+/// The symmetrised kNN edges `(a, b, cosine)` with `a < b`, sorted by `(a, b)`.
+pub fn knn_edges(embeddings: &[f32], dim: usize, cfg: &SimGraphConfig) -> Vec<(u32, u32, f32)> {
+    if dim == 0 || cfg.k == 0 {
+        return Vec::new();
+    }
+    let n = embeddings.len() / dim;
+    let row = |i: usize| &embeddings[i * dim..(i + 1) * dim];
+    let thr = cfg.min_similarity;
+    // upper triangle: each pair once, rows independent (any thread count gives the same lists)
+    let upper: Vec<Vec<(u32, f32)>> = (0..n)
+        .into_par_iter()
+        .map(|i| {
+            let vi = row(i);
+            let mut out = Vec::new();
+            for j in i + 1..n {
+                let s = dot(vi, row(j));
+                if s >= thr {
+                    out.push((j as u32, s));
+                }
+            }
+            out
+        })
+        .collect();
+    // full rows: the lower half is the transpose of the upper (dot is symmetric bit for bit)
+    let mut full: Vec<Vec<(u32, f32)>> = vec![Vec::new(); n];
+    for (i, run) in upper.iter().enumerate() {
+        for &(j, s) in run {
+            full[j as usize].push((i as u32, s));
+        }
+    }
+    for (i, run) in upper.into_iter().enumerate() {
+        full[i].extend(run);
+    }
+    let kept: Vec<Vec<(u32, f32)>> = full
+        .into_par_iter()
+        .map(|mut run| {
+            run.sort_by(|x, y| y.1.total_cmp(&x.1).then(x.0.cmp(&y.0)));
+            run.truncate(cfg.k);
+            run
+        })
+        .collect();
+    let mut edges: Vec<(u32, u32, f32)> = kept
+        .iter()
+        .enumerate()
+        .flat_map(|(i, run)| {
+            run.iter().map(move |&(j, s)| {
+                let i = i as u32;
+                if i < j {
+                    (i, j, s)
+                } else {
+                    (j, i, s)
+                }
+            })
+        })
+        .collect();
+    edges.sort_by_key(|e| (e.0, e.1));
+    edges.dedup_by(|x, y| (x.0, x.1) == (y.0, y.1));
+    edges
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `n` unit vectors of width `dim` around `clusters` centroids (deterministic LCG).
+    pub(crate) fn clustered(n: usize, dim: usize, clusters: usize, noise: f32) -> Vec<f32> {
+        let mut s = 7u64;
+        let mut next = move || {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((s >> 40) as f32 / (1u64 << 24) as f32) - 0.5
+        };
+        let cents: Vec<f32> = (0..clusters * dim).map(|_| next()).collect();
+        let mut out = Vec::with_capacity(n * dim);
+        for i in 0..n {
+            let c = &cents[(i % clusters) * dim..(i % clusters + 1) * dim];
+            let v: Vec<f32> = c.iter().map(|x| x + noise * next()).collect();
+            let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+            out.extend(v.iter().map(|x| x / norm));
+        }
+        out
+    }
+
+    #[test]
+    fn simgraph_dot_matches_naive() {
+        let v = clustered(3, 385, 3, 0.1);
+        let (a, b) = (&v[..385], &v[385..770]);
+        let naive: f64 = a.iter().zip(b).map(|(x, y)| *x as f64 * *y as f64).sum();
+        assert!((dot(a, b) as f64 - naive).abs() < 1e-5);
+        assert_eq!(dot(a, b).to_bits(), dot(b, a).to_bits());
+    }
+
+    #[test]
+    fn simgraph_knn_threshold_symmetrise_and_ties() {
+        // 2-d: chunk 0 = (1,0); chunks 1 and 2 identical at 0.8 from 0; chunk 3 orthogonal to 0
+        let v = [1.0, 0.0, 0.8, 0.6, 0.8, 0.6, 0.0, 1.0];
+        let cfg = SimGraphConfig {
+            k: 1,
+            ..Default::default()
+        };
+        // 0's best: 1 and 2 tie at 0.8, the lower id (1) wins; 1's best: 2 (1.0); 2's best: 1;
+        // 3's best: 1 and 2 tie at 0.6, 1 wins
+        let e = knn_edges(&v, 2, &cfg);
+        assert_eq!(
+            e.iter().map(|e| (e.0, e.1)).collect::<Vec<_>>(),
+            vec![(0, 1), (1, 2), (1, 3)]
+        );
+        let g = SimGraph::build(&v, 2, &cfg);
+        assert_eq!(
+            g.neighbours(1).iter().map(|e| e.0).collect::<Vec<_>>(),
+            vec![0, 2, 3]
+        );
+        assert_eq!(g.weight(3, 1), g.weight(1, 3));
+        assert!(g.weight(0, 3).is_none());
+        assert_eq!(g.num_edges(), 3);
+        // the threshold drops the 0.6 pair
+        let cfg = SimGraphConfig {
+            k: 1,
+            min_similarity: 0.7,
+            ..Default::default()
+        };
+        assert_eq!(knn_edges(&v, 2, &cfg).len(), 2);
+        assert!(SimGraph::build(&v, 2, &cfg).neighbours(3).is_empty());
+    }
+
+    #[test]
+    fn simgraph_is_the_same_bits_at_one_and_two_threads() {
+        let v = clustered(600, 48, 20, 0.9);
+        let cfg = SimGraphConfig::default();
+        let run = |threads: usize| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap()
+                .install(|| SimGraph::build(&v, 48, &cfg))
+        };
+        let (g1, g2) = (run(1), run(2));
+        assert!(g1.num_edges() > 600, "{}", g1.num_edges());
+        let bits = |g: &SimGraph| {
+            g.edges()
+                .iter()
+                .map(|e| (e.0, e.1, e.2.to_bits()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(bits(&g1), bits(&g2));
+        assert_eq!(g1.communities, g2.communities);
+        assert!(g1.num_communities() > 1 && g1.num_communities() < 600);
+    }
+
+    #[test]
+    fn simgraph_round_trips_and_refuses_bad_rows() {
+        let v = clustered(50, 16, 5, 0.5);
+        let g = SimGraph::build(&v, 16, &SimGraphConfig::default());
+        let tmp = tempfile::tempdir().unwrap();
+        g.write(tmp.path()).unwrap();
+        assert_eq!(SimGraph::read(tmp.path(), 50).unwrap(), g);
+        let err = SimGraph::read(tmp.path(), 49).unwrap_err().to_string();
+        assert!(err.contains("simgraph-"), "{err}");
+        pq::write(
+            &tmp.path().join(SIMGRAPH_FILES[0]),
+            vec![
+                ("a", pq::u32s(&[0, 3])),
+                ("b", pq::u32s(&[1, 2])),
+                ("weight", pq::f32s(&[0.7, 0.7])),
+            ],
+        )
+        .unwrap();
+        let err = SimGraph::read(tmp.path(), 50).unwrap_err().to_string();
+        assert!(
+            err.contains("simgraph-edges.parquet") && err.contains("row 1") && err.contains("`b`"),
+            "{err}"
+        );
+    }
+
+    /// 6k x 384 must build in under 5 s in a dev build (`--ignored --nocapture` prints it).
+    #[test]
+    #[ignore]
+    fn simgraph_speed_6k_by_384() {
+        let v = clustered(6000, 384, 300, 0.6);
+        let t = std::time::Instant::now();
+        let g = SimGraph::build(&v, 384, &SimGraphConfig::default());
+        let s = t.elapsed().as_secs_f64();
+        println!(
+            "simgraph 6000 x 384: {s:.2} s, {} edges, {} communities ({} threads)",
+            g.num_edges(),
+            g.num_communities(),
+            rayon::current_num_threads()
+        );
+        assert!(s < 5.0);
+    }
+}
