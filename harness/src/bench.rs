@@ -64,7 +64,11 @@ pub fn latency(
         index: q,
         text: &source.queries[q].text,
         embedding: source.query_embedding(q),
-        gold: if queries_from.is_some() { &[] } else { &source.queries[q].gold },
+        gold: if queries_from.is_some() {
+            &[]
+        } else {
+            &source.queries[q].gold
+        },
     };
     let mut out = Vec::new();
     for name in legs {

@@ -290,8 +290,15 @@ fn compare_cell(
 
 /// Compares two legs of one results directory on one dataset (same export and query set): the
 /// same verdicts and paired statistics as [`compare`], Holm-corrected over the pair's metrics.
-pub fn compare_legs(results: &Path, dataset: &str, a: &str, b: &str, cfg: &StatsConfig) -> Result<Comparison> {
-    let read = |leg: &str| crate::summary::read_summary(&CellPaths::new(results, dataset, leg).summary);
+pub fn compare_legs(
+    results: &Path,
+    dataset: &str,
+    a: &str,
+    b: &str,
+    cfg: &StatsConfig,
+) -> Result<Comparison> {
+    let read =
+        |leg: &str| crate::summary::read_summary(&CellPaths::new(results, dataset, leg).summary);
     let (x, y) = (read(a)?, read(b)?);
     let mut cell = compare_cell(results, results, &x, &y, cfg)?;
     cell.leg = format!("{b} vs {a}");

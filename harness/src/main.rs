@@ -365,7 +365,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::CompareLegs(a) => {
             let (campaign, _) = Campaign::load(a.campaign.as_deref())?;
-            let results = a.results.clone().unwrap_or_else(|| PathBuf::from(&campaign.results));
+            let results = a
+                .results
+                .clone()
+                .unwrap_or_else(|| PathBuf::from(&campaign.results));
             let c = compare::compare_legs(&results, &a.dataset, &a.a, &a.b, &campaign.stats)?;
             print!("{}", compare::table(&c));
             write_json(a.json.as_deref(), &c)?;
@@ -416,12 +419,24 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let legs = select(&a.legs, campaign.legs.keys(), "leg")?;
             let mut all = Vec::new();
             let from = match &a.queries_from {
-                Some(d) => Some(bench::open(&campaign, &select(d, campaign.datasets.keys(), "dataset")?[0], &ds)?),
+                Some(d) => Some(bench::open(
+                    &campaign,
+                    &select(d, campaign.datasets.keys(), "dataset")?[0],
+                    &ds,
+                )?),
                 None => None,
             };
             for name in select(&a.datasets, campaign.datasets.keys(), "dataset")? {
                 let export = bench::open(&campaign, &name, &ds)?;
-                for r in bench::latency(&campaign, &name, &export, from.as_deref(), &legs, a.repeat.max(1), a.top)? {
+                for r in bench::latency(
+                    &campaign,
+                    &name,
+                    &export,
+                    from.as_deref(),
+                    &legs,
+                    a.repeat.max(1),
+                    a.top,
+                )? {
                     println!(
                         "{:<24} {:<20} {:>6} chunks {:>5} queries x{:<3} median {:>8.4} ms  p95 {:>8.4} ms  {:>10.0} q/s",
                         r.dataset, r.leg, r.chunks, r.queries, r.repeat, r.median_ms, r.p95_ms, r.qps

@@ -270,12 +270,31 @@ mod tests {
     fn legs() -> Vec<(&'static str, Box<dyn Leg>)> {
         let e = synthetic();
         vec![
-            ("packer", Box::new(PackedLeg::fused("packer", e.clone(), &serde_json::from_str("{}").unwrap()).unwrap())),
+            (
+                "packer",
+                Box::new(
+                    PackedLeg::fused("packer", e.clone(), &serde_json::from_str("{}").unwrap())
+                        .unwrap(),
+                ),
+            ),
             (
                 "graph_rescue_packed",
-                Box::new(PackedLeg::rescue("graph_rescue_packed", e.clone(), &serde_json::from_str("{}").unwrap()).unwrap()),
+                Box::new(
+                    PackedLeg::rescue(
+                        "graph_rescue_packed",
+                        e.clone(),
+                        &serde_json::from_str("{}").unwrap(),
+                    )
+                    .unwrap(),
+                ),
             ),
-            ("graph_rescue_coe", Box::new(CoeLeg::new("graph_rescue_coe", e, &serde_json::from_str("{}").unwrap()).unwrap())),
+            (
+                "graph_rescue_coe",
+                Box::new(
+                    CoeLeg::new("graph_rescue_coe", e, &serde_json::from_str("{}").unwrap())
+                        .unwrap(),
+                ),
+            ),
         ]
     }
 
@@ -287,24 +306,44 @@ mod tests {
                 let input = QueryInput::from_export(&e, q);
                 let r = leg.retrieve(&input);
                 // the packers select from the first 100 of the union (select_pool_k)
-                let pool: u64 = r.ranked.iter().take(100).map(|c| e.chunks[c.chunk as usize].tokens as u64).sum();
+                let pool: u64 = r
+                    .ranked
+                    .iter()
+                    .take(100)
+                    .map(|c| e.chunks[c.chunk as usize].tokens as u64)
+                    .sum();
                 for b in BUDGETS {
                     let s = leg.select(&input, &r, Some(b)).unwrap();
                     assert!(s.tokens <= b, "{name} q{q} budget {b}: spent {}", s.tokens);
-                    let spent: u64 = s.chunks.iter().map(|&c| e.chunks[c as usize].tokens as u64).sum();
-                    assert_eq!(spent, s.tokens, "{name}: reported spend is the selection's heuristic tokens");
+                    let spent: u64 = s
+                        .chunks
+                        .iter()
+                        .map(|&c| e.chunks[c as usize].tokens as u64)
+                        .sum();
+                    assert_eq!(
+                        spent, s.tokens,
+                        "{name}: reported spend is the selection's heuristic tokens"
+                    );
                     if name == "graph_rescue_coe" {
                         continue;
                     }
                     // backfill leaves no pool chunk that would still fit
                     let left = b - s.tokens;
                     let fits = r.ranked.iter().take(100).any(|c| {
-                        !s.chunks.contains(&c.chunk) && (e.chunks[c.chunk as usize].tokens.max(1) as u64) <= left
+                        !s.chunks.contains(&c.chunk)
+                            && (e.chunks[c.chunk as usize].tokens.max(1) as u64) <= left
                     });
-                    assert!(!fits, "{name} q{q} budget {b}: a chunk still fits in {left} unspent tokens");
+                    assert!(
+                        !fits,
+                        "{name} q{q} budget {b}: a chunk still fits in {left} unspent tokens"
+                    );
                     // hence, with chunks of ~100-300 tokens, >= 95% of any budget of 2k or more
                     if pool >= b && b >= 2_000 {
-                        assert!(s.tokens * 100 >= b * 95, "{name} q{q} budget {b}: backfill spent only {}", s.tokens);
+                        assert!(
+                            s.tokens * 100 >= b * 95,
+                            "{name} q{q} budget {b}: backfill spent only {}",
+                            s.tokens
+                        );
                     }
                 }
             }
@@ -316,7 +355,8 @@ mod tests {
         // the seed: at a budget the whole pool fits in, the packed leg ranks like the unpacked one
         let e = synthetic();
         let rescue = GraphRescueLeg::new(e.clone(), RescueConfig::default()).unwrap();
-        let packed = PackedLeg::rescue("p", e.clone(), &serde_json::from_str("{}").unwrap()).unwrap();
+        let packed =
+            PackedLeg::rescue("p", e.clone(), &serde_json::from_str("{}").unwrap()).unwrap();
         for q in 0..e.queries.len() {
             let input = QueryInput::from_export(&e, q);
             let r = rescue.retrieve(&input);
@@ -329,7 +369,8 @@ mod tests {
     #[test]
     fn coe_without_a_hypergraph_lane_is_an_error_at_construction_and_at_select() {
         let e = synthetic();
-        let c: RescueCoeConfig = serde_json::from_str(r#"{"rescue": {"lanes": ["traversal"]}}"#).unwrap();
+        let c: RescueCoeConfig =
+            serde_json::from_str(r#"{"rescue": {"lanes": ["traversal"]}}"#).unwrap();
         assert!(CoeLeg::new("coe", e.clone(), &c).is_err());
         let leg = CoeLeg::new("coe", e.clone(), &serde_json::from_str("{}").unwrap()).unwrap();
         let input = QueryInput::from_export(&e, 0);
@@ -341,10 +382,13 @@ mod tests {
     #[test]
     fn a_named_tiktoken_encoding_changes_the_costs() {
         let e = synthetic();
-        let c: PackerLegConfig = serde_json::from_str(r#"{"token_counter": {"tiktoken": "cl100k_base"}}"#).unwrap();
+        let c: PackerLegConfig =
+            serde_json::from_str(r#"{"token_counter": {"tiktoken": "cl100k_base"}}"#).unwrap();
         let leg = PackedLeg::fused("p", e.clone(), &c).unwrap();
         let input = QueryInput::from_export(&e, 0);
-        let s = leg.select(&input, &leg.retrieve(&input), Some(2_000)).unwrap();
+        let s = leg
+            .select(&input, &leg.retrieve(&input), Some(2_000))
+            .unwrap();
         assert!(s.tokens <= 2_000 && !s.chunks.is_empty());
     }
 }

@@ -95,9 +95,9 @@ mod text;
 
 use serde::{Deserialize, Serialize};
 
+pub(crate) use community::louvain;
 pub use graph::{build, COOCCURRENCE_CAP, COOCCURRENCE_WEIGHT, MENTION_WEIGHT};
 pub use index::KgIndex;
-pub(crate) use community::louvain;
 pub use io::{corpus_columns, read_kg, write_kg, KG_FILES};
 
 /// Enrichment settings (hashed into the export's input key).

@@ -23,7 +23,9 @@ fn env() -> Env {
 }
 
 fn curve(env: &Env, leg: &str) -> serde_json::Value {
-    let p = env.results("results").join(format!("curves/synthetic/{leg}.curve.json"));
+    let p = env
+        .results("results")
+        .join(format!("curves/synthetic/{leg}.curve.json"));
     serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
 }
 
@@ -43,10 +45,19 @@ fn selecting_legs_get_curves_that_respect_budgets_and_match_the_unpacked_leg_at_
         // one retrieve, then every select: the curve's own key differs from the cell's
         assert_ne!(c["key"], env.summary("results", "synthetic", leg)["key"]);
     }
-    assert!(!env.results("results").join("curves/synthetic/bm25.curve.json").exists(), "no curve for a leg that does not select");
+    assert!(
+        !env.results("results")
+            .join("curves/synthetic/bm25.curve.json")
+            .exists(),
+        "no curve for a leg that does not select"
+    );
     // at a budget above the whole pool, the packed union's top 10 is the unpacked union's
-    let top = curve(&env, "graph_rescue_packed")["points"][4]["metrics"]["recall@10"].as_f64().unwrap();
-    let unpacked = env.summary("results", "synthetic", "graph_rescue")["metrics"]["recall@10"].as_f64().unwrap();
+    let top = curve(&env, "graph_rescue_packed")["points"][4]["metrics"]["recall@10"]
+        .as_f64()
+        .unwrap();
+    let unpacked = env.summary("results", "synthetic", "graph_rescue")["metrics"]["recall@10"]
+        .as_f64()
+        .unwrap();
     assert_eq!(top, unpacked);
     // curves are cached like cells
     let again = env.ok(&["run-matrix", "--threads", "2", "--quiet"]);
@@ -56,18 +67,43 @@ fn selecting_legs_get_curves_that_respect_budgets_and_match_the_unpacked_leg_at_
 #[test]
 fn plot_writes_png_and_svg_and_compare_curves_pairs_budgets() {
     let env = env();
-    env.ok(&["run-matrix", "--threads", "2", "--quiet", "--legs", "packer,graph_rescue_packed"]);
+    env.ok(&[
+        "run-matrix",
+        "--threads",
+        "2",
+        "--quiet",
+        "--legs",
+        "packer,graph_rescue_packed",
+    ]);
     let out = env.ok(&["plot"]);
     let png = env.results("results").join("plots/synthetic.png");
     let svg = env.results("results").join("plots/synthetic.svg");
-    assert!(out.contains("synthetic.png") && out.contains("synthetic.svg"), "{out}");
+    assert!(
+        out.contains("synthetic.png") && out.contains("synthetic.svg"),
+        "{out}"
+    );
     let bytes = std::fs::read(&png).unwrap();
     assert_eq!(&bytes[1..4], b"PNG");
     let text = std::fs::read_to_string(&svg).unwrap();
-    assert!(text.contains("<svg") && text.contains("graph_rescue_packed") && text.contains("60 queries"), "legend and title are text in the SVG");
-    let out = env.ok(&["compare-curves", "--dataset", "synthetic", "packer", "graph_rescue_packed", "--json", "spend.json"]);
+    assert!(
+        text.contains("<svg")
+            && text.contains("graph_rescue_packed")
+            && text.contains("60 queries"),
+        "legend and title are text in the SVG"
+    );
+    let out = env.ok(&[
+        "compare-curves",
+        "--dataset",
+        "synthetic",
+        "packer",
+        "graph_rescue_packed",
+        "--json",
+        "spend.json",
+    ]);
     assert!(out.contains("| 500 |") && out.contains("AUC"), "{out}");
-    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(env.path().join("spend.json")).unwrap()).unwrap();
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(env.path().join("spend.json")).unwrap())
+            .unwrap();
     assert_eq!(json["budgets"].as_object().unwrap().len(), 5);
     assert!(json["auc"]["recall@10"]["ci95"].is_array());
     // a leg without a curve is a clear error
@@ -79,10 +115,25 @@ fn plot_writes_png_and_svg_and_compare_curves_pairs_budgets() {
 #[test]
 fn graph_rescue_cells_report_gate_and_rescue_attribution() {
     let env = env();
-    env.ok(&["run-matrix", "--threads", "1", "--quiet", "--legs", "bm25,graph_rescue", "--no-curves"]);
+    env.ok(&[
+        "run-matrix",
+        "--threads",
+        "1",
+        "--quiet",
+        "--legs",
+        "bm25,graph_rescue",
+        "--no-curves",
+    ]);
     let s = env.summary("results", "synthetic", "graph_rescue");
     let d = s["diagnostics"].as_object().unwrap();
-    for key in ["gate_fired", "base_len", "union_len", "rescued_len", "gold_in_base", "rescued_gold"] {
+    for key in [
+        "gate_fired",
+        "base_len",
+        "union_len",
+        "rescued_len",
+        "gold_in_base",
+        "rescued_gold",
+    ] {
         assert!(d.contains_key(key), "missing {key}: {d:?}");
     }
     let hit = d["gate_fired"].as_f64().unwrap();
