@@ -27,7 +27,9 @@ pub struct Contract {
     pub target: String,
     /// CPU features that select SIMD kernels at run time.
     pub cpu_features: Vec<String>,
-    /// Token counter of the selected context.
+    /// Token counter of the `tokens` figures of a summary (`tokens@10`, and the selection of legs
+    /// that do not select under a budget). Selecting legs spend in their own configured
+    /// `token_counter`, which is part of their leg configuration and so of the key.
     pub token_counter: String,
 }
 

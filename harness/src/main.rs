@@ -5,6 +5,21 @@
 //! `campaign` (typed campaign.yaml) -> `data` (raw files -> export) -> `matrix` (legs x queries)
 //! -> `evaluate`/`metrics` -> `summary` (cells) -> `report`, `compare`, `trec`.
 
+/// `println!` that ends the process quietly when stdout is closed (`hopbench ... | head`), as
+/// command-line tools should, instead of panicking on the broken pipe.
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let mut stdout = std::io::stdout().lock();
+        if let Err(e) = writeln!(stdout, $($arg)*).and_then(|_| stdout.flush()) {
+            if e.kind() == std::io::ErrorKind::BrokenPipe {
+                std::process::exit(0);
+            }
+            panic!("cannot write to stdout: {e}");
+        }
+    }};
+}
+
 mod bench;
 mod cache;
 mod campaign;
@@ -239,6 +254,17 @@ struct BenchPrepareArgs {
     json: Option<PathBuf>,
 }
 
+/// The campaign (`--campaign` or the default), where it came from, and the results directory (`--results` or the
+/// campaign's `results`).
+fn campaign_and_results(
+    campaign: Option<&std::path::Path>,
+    results: Option<&std::path::Path>,
+) -> Result<(Campaign, String, PathBuf)> {
+    let (campaign, origin) = Campaign::load(campaign)?;
+    let results = results.map_or_else(|| PathBuf::from(&campaign.results), PathBuf::from);
+    Ok((campaign, origin, results))
+}
+
 fn write_json<T: serde::Serialize>(path: Option<&std::path::Path>, value: &T) -> Result<()> {
     if let Some(p) = path {
         let text = serde_json::to_string_pretty(value).expect("serialisable") + "\n";
@@ -278,12 +304,8 @@ fn data_settings(
 fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::RunMatrix(a) => {
-            let (campaign, origin) = Campaign::load(a.common.campaign.as_deref())?;
-            let results = a
-                .common
-                .results
-                .clone()
-                .unwrap_or_else(|| PathBuf::from(&campaign.results));
+            let (campaign, origin, results) =
+                campaign_and_results(a.common.campaign.as_deref(), a.common.results.as_deref())?;
             let datasets = default_datasets(&a.datasets, &campaign, a.common.data_dir.is_some())?;
             let legs = select(&a.legs, campaign.legs.keys(), "leg")?;
             let (threads, thread_source) =
@@ -301,7 +323,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 no_curves: a.no_curves,
             };
             if a.show_settings {
-                println!("campaign: {origin}\n{settings:#?}");
+                out!("campaign: {origin}\n{settings:#?}");
                 return Ok(ExitCode::SUCCESS);
             }
             let started = std::time::Instant::now();
@@ -319,19 +341,15 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Prepare(a) => {
-            let (campaign, _) = Campaign::load(a.common.campaign.as_deref())?;
-            let results = a
-                .common
-                .results
-                .clone()
-                .unwrap_or_else(|| PathBuf::from(&campaign.results));
+            let (campaign, _, results) =
+                campaign_and_results(a.common.campaign.as_deref(), a.common.results.as_deref())?;
             let datasets = default_datasets(&a.datasets, &campaign, a.common.data_dir.is_some())?;
             let ds = data_settings(&a.common, &campaign, &results);
             for name in datasets {
                 match data::open(&campaign, &name, &ds, !a.quiet)? {
                     data::DatasetState::Ready(e) => {
                         let s = &e.manifest.stats;
-                        println!(
+                        out!(
                             "{name}: {} chunks, {} documents, {} queries, {} gold chunks, {} with chain, {} with header; {} BM25 terms; \
                              KG: {} entities, {} edges, {} hyperedges, {} communities, {} chunks mentioning another entity; model {}; export {}",
                             s.chunks, s.documents, s.queries, s.gold_chunks, s.queries_with_chain, s.chunks_with_header, s.bm25_terms,
@@ -339,7 +357,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                             e.manifest.model_id, e.dir.display()
                         );
                     }
-                    data::DatasetState::Missing(reason) => println!("{name}: missing: {reason}"),
+                    data::DatasetState::Missing(reason) => out!("{name}: missing: {reason}"),
                 }
             }
             Ok(ExitCode::SUCCESS)
@@ -355,7 +373,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 }
             }
             let c = compare::compare(&a.a, &a.b, &campaign.stats)?;
-            print!("{}", compare::table(&c));
+            out!("{}", compare::table(&c));
             if let Some(path) = a.json {
                 let text = serde_json::to_string_pretty(&c).expect("comparison serialises") + "\n";
                 fsx::write_atomic(&path, text.as_bytes())
@@ -364,33 +382,24 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::CompareLegs(a) => {
-            let (campaign, _) = Campaign::load(a.campaign.as_deref())?;
-            let results = a
-                .results
-                .clone()
-                .unwrap_or_else(|| PathBuf::from(&campaign.results));
+            let (campaign, _, results) =
+                campaign_and_results(a.campaign.as_deref(), a.results.as_deref())?;
             let c = compare::compare_legs(&results, &a.dataset, &a.a, &a.b, &campaign.stats)?;
-            print!("{}", compare::table(&c));
+            out!("{}", compare::table(&c));
             write_json(a.json.as_deref(), &c)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::CompareCurves(a) => {
-            let (campaign, _) = Campaign::load(a.campaign.as_deref())?;
-            let results = a
-                .results
-                .clone()
-                .unwrap_or_else(|| PathBuf::from(&campaign.results));
+            let (campaign, _, results) =
+                campaign_and_results(a.campaign.as_deref(), a.results.as_deref())?;
             let c = spend::compare(&results, &a.dataset, &a.a, &a.b, &campaign.stats)?;
-            print!("{}", spend::table(&c));
+            out!("{}", spend::table(&c));
             write_json(a.json.as_deref(), &c)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Plot(a) => {
-            let (campaign, _) = Campaign::load(a.campaign.as_deref())?;
-            let results = a
-                .results
-                .clone()
-                .unwrap_or_else(|| PathBuf::from(&campaign.results));
+            let (_, _, results) =
+                campaign_and_results(a.campaign.as_deref(), a.results.as_deref())?;
             let out = a.out.clone().unwrap_or_else(|| results.join("plots"));
             let all = plot::collect(&results)?;
             if all.is_empty() {
@@ -403,18 +412,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let wanted = select(&a.datasets, wanted.iter(), "dataset with curves")?;
             for (dataset, curves) in all.iter().filter(|(d, _)| wanted.contains(d)) {
                 for p in plot::write(&out, dataset, curves)? {
-                    println!("{}", p.display());
+                    out!("{}", p.display());
                 }
             }
             Ok(ExitCode::SUCCESS)
         }
         Command::Bench(BenchCommand::Latency(a)) => {
-            let (campaign, _) = Campaign::load(a.common.campaign.as_deref())?;
-            let results = a
-                .common
-                .results
-                .clone()
-                .unwrap_or_else(|| PathBuf::from(&campaign.results));
+            let (campaign, _, results) =
+                campaign_and_results(a.common.campaign.as_deref(), a.common.results.as_deref())?;
             let ds = data_settings(&a.common, &campaign, &results);
             let legs = select(&a.legs, campaign.legs.keys(), "leg")?;
             let mut all = Vec::new();
@@ -437,7 +442,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     a.repeat.max(1),
                     a.top,
                 )? {
-                    println!(
+                    out!(
                         "{:<24} {:<20} {:>6} chunks {:>5} queries x{:<3} median {:>8.4} ms  p95 {:>8.4} ms  {:>10.0} q/s",
                         r.dataset, r.leg, r.chunks, r.queries, r.repeat, r.median_ms, r.p95_ms, r.qps
                     );
@@ -448,19 +453,15 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Bench(BenchCommand::Prepare(a)) => {
-            let (campaign, _) = Campaign::load(a.common.campaign.as_deref())?;
-            let results = a
-                .common
-                .results
-                .clone()
-                .unwrap_or_else(|| PathBuf::from(&campaign.results));
+            let (campaign, _, results) =
+                campaign_and_results(a.common.campaign.as_deref(), a.common.results.as_deref())?;
             let ds = data_settings(&a.common, &campaign, &results);
             let threads =
                 std::env::var("RAYON_NUM_THREADS").unwrap_or_else(|_| "unset (all cores)".into());
             let mut all = Vec::new();
             for name in select(&a.datasets, campaign.datasets.keys(), "dataset")? {
                 let r = bench::prepare(&campaign, &name, &ds, a.sample)?;
-                println!(
+                out!(
                     "{}: {} passages; read {:.2} s; tokenise+BM25 {:.0} chunks/s; embed {:.1} passages/s ({} passages, {}, RAYON_NUM_THREADS={threads})",
                     r.dataset, r.passages, r.read_s, r.bm25_chunks_per_s, r.embed_passages_per_s, r.embedded, r.model_id
                 );
@@ -471,10 +472,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Datasets(c) => {
             let (campaign, origin) = Campaign::load(c.campaign.as_deref())?;
-            println!("campaign: {origin}");
+            out!("campaign: {origin}");
             for (name, spec) in &campaign.datasets {
                 let status = data::availability(&campaign, name, c.data_dir.as_deref());
-                println!(
+                out!(
                     "{name:<28} {:<10} {}",
                     format!("{:?}", spec.format).to_lowercase(),
                     status
@@ -484,9 +485,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Legs(c) => {
             let (campaign, origin) = Campaign::load(c.campaign.as_deref())?;
-            println!("campaign: {origin}");
+            out!("campaign: {origin}");
             for (name, spec) in &campaign.legs {
-                println!(
+                out!(
                     "{name:<24} {}",
                     serde_json::to_string(spec).expect("spec serialises")
                 );

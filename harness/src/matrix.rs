@@ -98,7 +98,7 @@ pub fn run(campaign: &Campaign, s: &MatrixSettings) -> Result<Vec<(CellSummary, 
         }
     }
     let table = report::matrix_table(&out.iter().map(|(c, _)| c.clone()).collect::<Vec<_>>());
-    println!("{table}");
+    out!("{table}");
     let all = report::collect_summaries(&s.results)?;
     crate::fsx::write_atomic(
         &s.results.join("matrix.md"),
