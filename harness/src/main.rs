@@ -64,9 +64,9 @@ enum Command {
     /// Compare two results directories cell by cell.
     Compare(CompareArgs),
     /// Paired comparison of two legs on one dataset of one results directory.
-    CompareLegs(CompareLegsArgs),
+    CompareLegs(LegPairArgs),
     /// Equal-spend comparison of two selecting legs' budget curves on one dataset.
-    CompareCurves(CompareCurvesArgs),
+    CompareCurves(LegPairArgs),
     /// Draw the budget curves of every dataset (PNG and SVG).
     Plot(PlotArgs),
     /// Speed benchmarks (not tests): query latency per leg, prepare throughput.
@@ -152,27 +152,8 @@ struct CompareArgs {
 }
 
 #[derive(Args, Debug)]
-struct CompareCurvesArgs {
-    /// Results directory (default: the campaign's `results`).
-    #[arg(long)]
-    results: Option<PathBuf>,
-    /// Dataset name.
-    #[arg(long)]
-    dataset: String,
-    /// Leg A (the baseline).
-    a: String,
-    /// Leg B.
-    b: String,
-    /// Also write the comparison as JSON to this file.
-    #[arg(long)]
-    json: Option<PathBuf>,
-    /// Campaign whose `stats` settings to use.
-    #[arg(long)]
-    campaign: Option<PathBuf>,
-}
-
-#[derive(Args, Debug)]
-struct CompareLegsArgs {
+/// Two legs of one dataset in one results directory (`compare-legs`, `compare-curves`).
+struct LegPairArgs {
     /// Results directory (default: the campaign's `results`).
     #[arg(long)]
     results: Option<PathBuf>,

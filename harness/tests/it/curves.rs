@@ -140,4 +140,28 @@ fn graph_rescue_cells_report_gate_and_rescue_attribution() {
     assert!((0.0..=1.0).contains(&hit));
     let base = d["base_len"].as_f64().unwrap();
     assert!((100.0..=200.0).contains(&base), "{base}");
+    // the two legs of one run, paired
+    let out = env.ok(&[
+        "compare-legs",
+        "--dataset",
+        "synthetic",
+        "bm25",
+        "graph_rescue",
+        "--json",
+        "legs.json",
+    ]);
+    assert!(
+        out.contains("| synthetic | graph_rescue vs bm25 |"),
+        "{out}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(env.path().join("legs.json")).unwrap())
+            .unwrap();
+    let metrics = json["cells"][0]["metrics"].as_array().unwrap();
+    assert!(
+        metrics
+            .iter()
+            .any(|m| m["metric"] == "recall@10" && m["paired_n"] == 60),
+        "{json}"
+    );
 }
