@@ -23,7 +23,7 @@ use crate::evaluate;
 use crate::fsx;
 use crate::metrics;
 use crate::stats;
-use crate::summary::Dist;
+use crate::summary::{Dist, MetricColumns};
 
 /// Version of the curve schema.
 pub const CURVE_SCHEMA_VERSION: u32 = 1;
@@ -273,12 +273,7 @@ fn write_rows(
 }
 
 /// Per-query values of a curve: query ids (in order) and, per budget, each metric's values.
-pub fn read_rows(
-    path: &Path,
-) -> Result<(
-    Vec<String>,
-    BTreeMap<u64, BTreeMap<String, Vec<Option<f64>>>>,
-)> {
+pub fn read_rows(path: &Path) -> Result<(Vec<String>, BTreeMap<u64, MetricColumns>)> {
     let batch = pq::read(path)?;
     let cols = Columns {
         path,
@@ -293,7 +288,7 @@ pub fn read_rows(
         .filter(|&i| budget[i] == first)
         .map(|i| qid[i].clone())
         .collect();
-    let mut per: BTreeMap<u64, BTreeMap<String, Vec<Option<f64>>>> = BTreeMap::new();
+    let mut per: BTreeMap<u64, MetricColumns> = BTreeMap::new();
     for n in CURVE_METRICS {
         let v = cols.opt_f64s(n)?;
         for i in 0..qid.len() {

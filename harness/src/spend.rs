@@ -17,6 +17,7 @@ use serde::Serialize;
 use crate::campaign::StatsConfig;
 use crate::curve::{self, CURVE_METRICS};
 use crate::stats;
+use crate::summary::MetricColumns;
 
 /// One paired difference.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -68,11 +69,7 @@ fn paired(a: &[Option<f64>], b: &[Option<f64>], cfg: &StatsConfig) -> Option<Del
 }
 
 /// Per-query normalised area under each metric's curve.
-fn auc(
-    per: &BTreeMap<u64, BTreeMap<String, Vec<Option<f64>>>>,
-    metric: &str,
-    queries: usize,
-) -> Vec<Option<f64>> {
+fn auc(per: &BTreeMap<u64, MetricColumns>, metric: &str, queries: usize) -> Vec<Option<f64>> {
     let budgets: Vec<u64> = per.keys().copied().collect();
     if budgets.len() < 2 {
         return per

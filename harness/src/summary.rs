@@ -344,11 +344,11 @@ pub fn write_records(path: &Path, names: &[String], results: &[QueryResult]) -> 
     fsx::write_parquet_atomic(path, cols)
 }
 
+/// Per-query metric values by metric name (`None` where undefined), in query order.
+pub type MetricColumns = BTreeMap<String, Vec<Option<f64>>>;
+
 /// Per-query values of a records file: query ids and each requested column.
-pub fn read_records(
-    path: &Path,
-    names: &[String],
-) -> Result<(Vec<String>, BTreeMap<String, Vec<Option<f64>>>)> {
+pub fn read_records(path: &Path, names: &[String]) -> Result<(Vec<String>, MetricColumns)> {
     let batch = pq::read(path)?;
     let cols = Columns {
         path,

@@ -134,7 +134,7 @@ impl PackedLeg {
         c.ranking.validate(name)?;
         Ok(PackedLeg {
             ranking: Box::new(FusedGraphLeg::kg(export.clone(), &c.ranking)?),
-            packer: Packer::new(name, c.packer.clone())?,
+            packer: Packer::new(name, c.packer)?,
             budget: c.budget,
             costs: Costs::new(&export, &c.token_counter)?,
             export,
@@ -150,7 +150,7 @@ impl PackedLeg {
         c.rescue.validate(name)?;
         Ok(PackedLeg {
             ranking: Box::new(GraphRescueLeg::new(export.clone(), c.rescue.clone())?),
-            packer: Packer::new(name, c.packer.clone())?,
+            packer: Packer::new(name, c.packer)?,
             budget: c.budget,
             costs: Costs::new(&export, &c.token_counter)?,
             export,
@@ -210,7 +210,7 @@ impl CoeLeg {
         let has_lane = c.rescue.lanes.contains(&Lane::Hypergraph);
         Ok(CoeLeg {
             rescue: GraphRescueLeg::new(export.clone(), c.rescue.clone())?,
-            coe: CoeSelector::new(name, c.coe.clone(), has_lane)?,
+            coe: CoeSelector::new(name, c.coe, has_lane)?,
             budget: c.budget,
             costs: Costs::new(&export, &c.token_counter)?,
             export,
