@@ -17,9 +17,11 @@ pub mod formats;
 pub mod lexical;
 pub mod model;
 pub mod parquet_io;
+pub mod rng;
 pub mod simgraph;
 pub mod synthetic;
 pub mod tokens;
+pub mod vector;
 
 pub use error::{Error, Result};
 pub use model::{Passage, Question, RawDataset, SubQuestion, Turn};

@@ -64,29 +64,7 @@ impl SimGraphConfig {
     }
 }
 
-/// Dot product with a fixed summation order: eight interleaved lanes, the lanes pairwise, then
-/// the tail. The same arithmetic as `hopbench_legs::backend::dense::dot` (bit-identical results).
-#[inline]
-pub fn dot(a: &[f32], b: &[f32]) -> f32 {
-    debug_assert_eq!(a.len(), b.len());
-    let mut lanes = [0.0f32; 8];
-    let mut xs = a.chunks_exact(8);
-    let mut ys = b.chunks_exact(8);
-    for (x, y) in (&mut xs).zip(&mut ys) {
-        let x: &[f32; 8] = x.try_into().expect("8");
-        let y: &[f32; 8] = y.try_into().expect("8");
-        for l in 0..8 {
-            lanes[l] += x[l] * y[l];
-        }
-    }
-    let mut tail = 0.0f32;
-    for (x, y) in xs.remainder().iter().zip(ys.remainder()) {
-        tail += x * y;
-    }
-    ((lanes[0] + lanes[4]) + (lanes[1] + lanes[5]))
-        + ((lanes[2] + lanes[6]) + (lanes[3] + lanes[7]))
-        + tail
-}
+pub use crate::vector::dot;
 
 /// The similarity graph in CSR form, with its communities.
 #[derive(Debug, Clone, Default, PartialEq)]

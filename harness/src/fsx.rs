@@ -19,44 +19,16 @@ pub fn temp_path(path: &Path) -> PathBuf {
     path.with_file_name(format!(".{stem}.tmp-{}{ext}", std::process::id()))
 }
 
-/// Writes `bytes` to `path` atomically, creating parent directories.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+/// Runs `write` on a temp path beside `path`, then renames the result into place; parent
+/// directories are created first, and the temp file is removed if anything fails. Every file
+/// hopbench writes goes through here.
+pub fn write_with(path: &Path, write: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("{}: cannot create directory", dir.display()))?;
     }
     let tmp = temp_path(path);
-    let res = std::fs::write(&tmp, bytes)
-        .with_context(|| format!("{}: cannot write", tmp.display()))
-        .and_then(|_| {
-            std::fs::rename(&tmp, path)
-                .with_context(|| format!("{}: cannot rename into place", path.display()))
-        });
-    if res.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    res
-}
-
-/// Writes a parquet file atomically (temp file beside it, then rename).
-pub fn write_parquet_atomic(
-    path: &Path,
-    columns: Vec<(String, arrow_array::ArrayRef)>,
-) -> Result<()> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)
-            .with_context(|| format!("{}: cannot create directory", dir.display()))?;
-    }
-    let tmp = temp_path(path);
-    let res = hopbench_datasets::parquet_io::write(
-        &tmp,
-        columns
-            .iter()
-            .map(|(n, a)| (n.as_str(), a.clone()))
-            .collect(),
-    )
-    .map_err(anyhow::Error::from)
-    .and_then(|_| {
+    let res = write(&tmp).and_then(|_| {
         std::fs::rename(&tmp, path)
             .with_context(|| format!("{}: cannot rename into place", path.display()))
     });
@@ -64,4 +36,25 @@ pub fn write_parquet_atomic(
         let _ = std::fs::remove_file(&tmp);
     }
     res
+}
+
+/// Writes `bytes` to `path` atomically, creating parent directories.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    write_with(path, |tmp| {
+        std::fs::write(tmp, bytes).with_context(|| format!("{}: cannot write", tmp.display()))
+    })
+}
+
+/// Writes a parquet file atomically (temp file beside it, then rename).
+pub fn write_parquet_atomic(
+    path: &Path,
+    columns: Vec<(String, arrow_array::ArrayRef)>,
+) -> Result<()> {
+    write_with(path, |tmp| {
+        let columns = columns
+            .iter()
+            .map(|(n, a)| (n.as_str(), a.clone()))
+            .collect();
+        Ok(hopbench_datasets::parquet_io::write(tmp, columns)?)
+    })
 }

@@ -166,13 +166,13 @@ pub fn write(out: &Path, dataset: &str, curves: &[Curve]) -> Result<Vec<PathBuf>
     let size = (1500, 900);
     let png = out.join(format!("{dataset}.png"));
     let svg = out.join(format!("{dataset}.svg"));
-    let tmp_png = crate::fsx::temp_path(&png);
-    draw(
-        BitMapBackend::new(&tmp_png, size).into_drawing_area(),
-        dataset,
-        curves,
-    )?;
-    std::fs::rename(&tmp_png, &png).map_err(|e| anyhow!("{}: {e}", png.display()))?;
+    crate::fsx::write_with(&png, |tmp| {
+        draw(
+            BitMapBackend::new(tmp, size).into_drawing_area(),
+            dataset,
+            curves,
+        )
+    })?;
     let mut text = String::new();
     draw(
         SVGBackend::with_string(&mut text, size).into_drawing_area(),

@@ -5,43 +5,9 @@
 //! bit-identical on every machine and at every thread count, as the harness's
 //! determinism contract requires.
 
+use hopbench_datasets::rng::SplitMix64;
 use serde::{Deserialize, Serialize};
 use statrs::distribution::{ContinuousCDF, StudentsT};
-
-/// SplitMix64 (Steele, Lea & Flood 2014): a tiny, well-mixed, fully specified
-/// generator, so the stream for a seed is the same everywhere.
-#[derive(Debug, Clone)]
-pub struct SplitMix64 {
-    state: u64,
-}
-
-impl SplitMix64 {
-    pub fn new(seed: u64) -> Self {
-        Self { state: seed }
-    }
-
-    pub fn next_u64(&mut self) -> u64 {
-        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform integer in `0..n` (`n > 0`), unbiased (Lemire's multiply-and-reject),
-    /// so resampling indices carries no modulo bias.
-    pub fn below(&mut self, n: u64) -> u64 {
-        assert!(n > 0, "below(0)");
-        let mut m = u128::from(self.next_u64()) * u128::from(n);
-        if (m as u64) < n {
-            let threshold = n.wrapping_neg() % n;
-            while (m as u64) < threshold {
-                m = u128::from(self.next_u64()) * u128::from(n);
-            }
-        }
-        (m >> 64) as u64
-    }
-}
 
 /// A confidence interval for a mean (or a mean difference).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -125,7 +91,7 @@ pub fn bootstrap_mean_ci(
     let mut rng = SplitMix64::new(seed);
     let means: Vec<f64> = (0..resamples)
         .map(|_| {
-            let s: f64 = (0..n).map(|_| values[rng.below(n as u64) as usize]).sum();
+            let s: f64 = (0..n).map(|_| values[rng.below(n)]).sum();
             s / n as f64
         })
         .collect();
@@ -263,22 +229,6 @@ mod tests {
         (0..n)
             .map(|_| (r.next_u64() >> 11) as f64 / (1u64 << 53) as f64)
             .collect()
-    }
-
-    #[test]
-    fn splitmix_reference_values() {
-        // Reference output of SplitMix64 seeded with 1234567 (Vigna's splitmix64.c).
-        let mut r = SplitMix64::new(1234567);
-        assert_eq!(r.next_u64(), 6457827717110365317);
-        assert_eq!(r.next_u64(), 3203168211198807973);
-        assert_eq!(r.next_u64(), 9817491932198370423);
-    }
-
-    #[test]
-    fn below_stays_in_range() {
-        let mut r = SplitMix64::new(7);
-        assert!((0..10_000).all(|_| r.below(3) < 3));
-        assert_eq!(r.below(1), 0);
     }
 
     #[test]

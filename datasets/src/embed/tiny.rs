@@ -1,6 +1,7 @@
 //! A tiny randomly initialised BERT model directory, so that the whole loading and embedding path
 //! runs in tests without downloading anything.
 
+use crate::rng::SplitMix64;
 use std::collections::HashMap;
 use std::path::Path;
 
@@ -152,29 +153,14 @@ fn vocabulary() -> Vec<String> {
     v
 }
 
-/// SplitMix64: a small, fast, seeded generator (Steele, Lea and Flood 2014).
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in [-1, 1).
-    fn symmetric(&mut self) -> f32 {
-        ((self.next_u64() >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-    }
-
-    /// `n` values uniform in [center - half_width, center + half_width).
-    fn fill(&mut self, n: usize, center: f32, half_width: f32) -> Vec<f32> {
-        (0..n)
-            .map(|_| center + half_width * self.symmetric())
-            .collect()
-    }
+/// `n` values uniform in [center - half_width, center + half_width), from `rng`.
+fn fill(rng: &mut SplitMix64, n: usize, center: f32, half_width: f32) -> Vec<f32> {
+    (0..n)
+        .map(|_| {
+            center
+                + half_width * (((rng.next_u64() >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0)
+        })
+        .collect()
 }
 
 /// Writes a tiny randomly initialised BERT sentence-embedding model to `dir` (created if
@@ -267,12 +253,12 @@ pub fn write_tiny_model(dir: &Path, seed: u64) -> Result<()> {
 
     // model.safetensors.
     let weights_path = dir.join("model.safetensors");
-    let mut rng = SplitMix64(seed);
+    let mut rng = SplitMix64::new(seed);
     let (h, i) = (TINY_HIDDEN, TINY_INTERMEDIATE);
     let mut tensors: Vec<(String, Vec<usize>, Vec<f32>)> = Vec::new();
     let mut matrix = |name: String, dims: Vec<usize>, scale: f32, rng: &mut SplitMix64| {
         let n = dims.iter().product();
-        tensors.push((name, dims, rng.fill(n, 0.0, scale)));
+        tensors.push((name, dims, fill(rng, n, 0.0, scale)));
     };
     matrix(
         "embeddings.word_embeddings.weight".into(),
@@ -295,8 +281,8 @@ pub fn write_tiny_model(dir: &Path, seed: u64) -> Result<()> {
     let norm = |prefix: String,
                 rng: &mut SplitMix64,
                 tensors: &mut Vec<(String, Vec<usize>, Vec<f32>)>| {
-        tensors.push((format!("{prefix}.weight"), vec![h], rng.fill(h, 1.0, 0.1)));
-        tensors.push((format!("{prefix}.bias"), vec![h], rng.fill(h, 0.0, 0.05)));
+        tensors.push((format!("{prefix}.weight"), vec![h], fill(rng, h, 1.0, 0.1)));
+        tensors.push((format!("{prefix}.bias"), vec![h], fill(rng, h, 0.0, 0.05)));
     };
     let mut rest: Vec<(String, Vec<usize>, Vec<f32>)> = Vec::new();
     norm("embeddings.LayerNorm".into(), &mut rng, &mut rest);
@@ -309,12 +295,12 @@ pub fn write_tiny_model(dir: &Path, seed: u64) -> Result<()> {
         tensors.push((
             format!("{name}.weight"),
             vec![out_dim, in_dim],
-            rng.fill(out_dim * in_dim, 0.0, bound),
+            fill(rng, out_dim * in_dim, 0.0, bound),
         ));
         tensors.push((
             format!("{name}.bias"),
             vec![out_dim],
-            rng.fill(out_dim, 0.0, 0.05),
+            fill(rng, out_dim, 0.0, 0.05),
         ));
     };
     for l in 0..TINY_LAYERS {

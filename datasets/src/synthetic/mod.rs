@@ -66,13 +66,12 @@
 
 mod names;
 mod questions;
-mod rng;
 mod text;
 mod world;
 
 use crate::error::{Error, Result};
 use crate::model::{Passage, RawDataset};
-use rng::SplitMix64;
+use crate::rng::SplitMix64;
 
 /// Size and shape of the generated world; set from `campaign.yaml` (every field optional).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

@@ -11,8 +11,8 @@
 
 use std::collections::BTreeSet;
 
-use super::rng::SplitMix64;
 use super::world::Kind;
+use crate::rng::SplitMix64;
 
 const ONSETS: &[&str] = &[
     "b", "d", "f", "g", "h", "k", "l", "m", "n", "p", "r", "s", "t", "v", "z", "c", "j", "sh", "th",

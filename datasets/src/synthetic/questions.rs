@@ -9,10 +9,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::rng::SplitMix64;
 use super::text;
 use super::world::{Fact, Rel, World};
 use crate::model::{Question, SubQuestion};
+use crate::rng::SplitMix64;
 
 /// A relation path from a start entity.
 #[derive(Debug, Clone)]

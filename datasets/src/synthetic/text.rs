@@ -7,8 +7,8 @@
 
 use std::collections::BTreeMap;
 
-use super::rng::SplitMix64;
 use super::world::{Fact, Kind, Rel, World};
+use crate::rng::SplitMix64;
 
 /// Statement templates: `{s}` the subject reference, `{o}` the object name, `{y}` a year.
 fn statements(rel: Rel) -> &'static [&'static str] {

@@ -9,7 +9,7 @@
 use std::collections::BTreeSet;
 
 use super::names::{Named, Namer};
-use super::rng::SplitMix64;
+use crate::rng::SplitMix64;
 
 /// Entity kinds. The order is the generation order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

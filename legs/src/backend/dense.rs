@@ -1,32 +1,11 @@
 //! Exact dense search: cosine over L2-normalised vectors, i.e. a dot product per chunk.
 //!
-//! The dot product sums in a fixed order (eight interleaved lanes, then the lanes pairwise, then
-//! the tail), written out so that neither the compiler nor a BLAS library can reassociate it per
-//! thread count: the seed measured 33 of 1,209 MuSiQue queries changing their dense pool between
-//! 1 and 4 BLAS threads. Here a score is a pure function of the two vectors.
+//! Scores come from [`hopbench_datasets::vector::dot`], whose summation order is fixed, so a score
+//! is a pure function of the two vectors whatever the thread count.
 
 use crate::candidate::{top_k, Candidate};
 
-/// Dot product with a fixed summation order (see the module docs).
-#[inline]
-pub fn dot(a: &[f32], b: &[f32]) -> f32 {
-    debug_assert_eq!(a.len(), b.len());
-    let mut lanes = [0.0f32; 8];
-    let chunks = a.len() / 8;
-    for i in 0..chunks {
-        let (x, y) = (&a[i * 8..i * 8 + 8], &b[i * 8..i * 8 + 8]);
-        for l in 0..8 {
-            lanes[l] += x[l] * y[l];
-        }
-    }
-    let mut tail = 0.0f32;
-    for i in chunks * 8..a.len() {
-        tail += a[i] * b[i];
-    }
-    ((lanes[0] + lanes[4]) + (lanes[1] + lanes[5]))
-        + ((lanes[2] + lanes[6]) + (lanes[3] + lanes[7]))
-        + tail
-}
+pub use hopbench_datasets::vector::dot;
 
 /// Exact search over a row-major matrix of `dim`-wide vectors.
 #[derive(Debug, Clone, Copy)]

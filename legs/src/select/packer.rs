@@ -803,22 +803,18 @@ mod tests {
         sub.iter().all(|x| it.any(|y| y == x))
     }
 
-    /// SplitMix64: a tiny deterministic generator for the property loops.
-    struct SplitMix64(u64);
+    /// The shared SplitMix64 with the u64 draws the property loops use.
+    struct SplitMix64(hopbench_datasets::rng::SplitMix64);
 
     impl SplitMix64 {
-        fn next(&mut self) -> u64 {
-            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^ (z >> 31)
+        fn seeded(seed: u64) -> Self {
+            SplitMix64(hopbench_datasets::rng::SplitMix64::new(seed))
         }
         fn below(&mut self, n: u64) -> u64 {
-            self.next() % n
+            self.0.below(n as usize) as u64
         }
         fn unit(&mut self) -> f32 {
-            (self.next() >> 40) as f32 / (1u64 << 24) as f32
+            (self.0.next_u64() >> 40) as f32 / (1u64 << 24) as f32
         }
     }
 
@@ -837,7 +833,7 @@ mod tests {
 
     #[test]
     fn budget_is_never_exceeded_on_random_pools() {
-        let mut rng = SplitMix64(0x5EED);
+        let mut rng = SplitMix64::seeded(0x5EED);
         for case in 0..400 {
             let n = rng.below(60) as usize;
             let texts: Vec<String> = (0..n).map(|_| random_text(&mut rng)).collect();
@@ -922,7 +918,7 @@ mod tests {
     #[test]
     fn precomputed_terms_select_exactly_like_tokenized_text() {
         use hopbench_datasets::lexical::{Bm25Index, Bm25Params};
-        let mut rng = SplitMix64(0xC0FFEE);
+        let mut rng = SplitMix64::seeded(0xC0FFEE);
         for case in 0..100 {
             let n = 1 + rng.below(40) as usize;
             let texts: Vec<String> = (0..n).map(|_| random_text(&mut rng)).collect();
@@ -1043,7 +1039,7 @@ mod tests {
 
     #[test]
     fn lazy_greedy_matches_the_eager_reference() {
-        let mut rng = SplitMix64(0xE4_6E12);
+        let mut rng = SplitMix64::seeded(0xE4_6E12);
         for case in 0..600 {
             let n = rng.below(70) as usize;
             let texts: Vec<String> = (0..n).map(|_| random_text(&mut rng)).collect();
@@ -1088,7 +1084,7 @@ mod tests {
 
     #[test]
     fn a_pool_of_100_at_32k_packs_fast() {
-        let mut rng = SplitMix64(7);
+        let mut rng = SplitMix64::seeded(7);
         // ~250-word chunks over a 3,000-word synthetic vocabulary (stemmed by the tokenizer)
         let syll = [
             "ka", "ro", "min", "tes", "al", "vor", "ing", "ed", "ion", "ly", "um", "qu",

@@ -1,14 +1,15 @@
-//! SplitMix64: the only source of randomness in the synthetic world.
+//! SplitMix64: the one source of randomness in hopbench (the synthetic world, Louvain's visiting
+//! order, the tiny test model, the bootstrap and randomization tests).
 //!
 //! Small, fast, fully specified (Steele, Lea & Flood 2014; the seeding generator of
-//! `java.util.SplittableRandom`), so the world is byte-identical on every platform and every
-//! toolchain. Every stage of generation draws from its own stream ([`SplitMix64::stream`]), so
-//! that asking for more questions does not reshuffle the world, and asking for more distractor
-//! paragraphs does not rename anybody.
+//! `java.util.SplittableRandom`), so every seeded draw is identical on every platform and every
+//! toolchain; nothing seeds from the clock. The synthetic world draws each generation stage from
+//! its own stream ([`SplitMix64::stream`]), so that asking for more questions does not reshuffle
+//! the world, and asking for more distractor paragraphs does not rename anybody.
 
 /// A SplitMix64 generator.
 #[derive(Debug, Clone)]
-pub(crate) struct SplitMix64 {
+pub struct SplitMix64 {
     state: u64,
 }
 
@@ -16,12 +17,12 @@ const GOLDEN_GAMMA: u64 = 0x9E37_79B9_7F4A_7C15;
 
 impl SplitMix64 {
     /// A generator seeded with `seed`.
-    pub(crate) fn new(seed: u64) -> Self {
+    pub fn new(seed: u64) -> Self {
         SplitMix64 { state: seed }
     }
 
     /// An independent stream for one generation stage: the seed mixed with a stage tag.
-    pub(crate) fn stream(seed: u64, stage: &str) -> Self {
+    pub fn stream(seed: u64, stage: &str) -> Self {
         let mut h = SplitMix64::new(seed ^ 0x6A09_E667_F3BC_C908);
         let mut acc = h.next_u64();
         for b in stage.bytes() {
@@ -31,7 +32,7 @@ impl SplitMix64 {
     }
 
     /// The next 64 random bits.
-    pub(crate) fn next_u64(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.state = self.state.wrapping_add(GOLDEN_GAMMA);
         let mut z = self.state;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -40,7 +41,7 @@ impl SplitMix64 {
     }
 
     /// Uniform in `0..n` without modulo bias (Lemire's multiply-shift with rejection).
-    pub(crate) fn below(&mut self, n: usize) -> usize {
+    pub fn below(&mut self, n: usize) -> usize {
         assert!(n > 0, "SplitMix64::below(0)");
         let n = n as u64;
         let mut m = u128::from(self.next_u64()) * u128::from(n);
@@ -54,22 +55,22 @@ impl SplitMix64 {
     }
 
     /// Uniform in `lo..=hi`.
-    pub(crate) fn range(&mut self, lo: u32, hi: u32) -> u32 {
+    pub fn range(&mut self, lo: u32, hi: u32) -> u32 {
         lo + self.below((hi - lo + 1) as usize) as u32
     }
 
     /// True with probability `percent`/100.
-    pub(crate) fn chance(&mut self, percent: u32) -> bool {
+    pub fn chance(&mut self, percent: u32) -> bool {
         (self.below(100) as u32) < percent
     }
 
     /// A uniformly chosen element (the slice must not be empty).
-    pub(crate) fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
+    pub fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
         xs[self.below(xs.len())]
     }
 
     /// Fisher-Yates shuffle in place.
-    pub(crate) fn shuffle<T>(&mut self, xs: &mut [T]) {
+    pub fn shuffle<T>(&mut self, xs: &mut [T]) {
         for i in (1..xs.len()).rev() {
             let j = self.below(i + 1);
             xs.swap(i, j);
@@ -99,6 +100,7 @@ mod tests {
             seen[x] = true;
         }
         assert!(seen.iter().all(|&s| s));
+        assert_eq!(r.below(1), 0);
     }
 
     #[test]
