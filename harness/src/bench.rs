@@ -2,6 +2,10 @@
 //!
 //! - `bench latency`: per-leg query latency and throughput on prepared exports, one query at a
 //!   time on one thread (the seed's serving shape), after one warm-up pass.
+//! - `bench assembly`: SPEC-028's per-turn planning (turn log, threads, references, intent,
+//!   blend: [`hopbench_legs::conversation::assemble`]) timed alone, beside the full
+//!   `multi_horizon` retrieval that contains it and the `conv_last_turn` retrieval it is an
+//!   overhead on. Turn vectors are looked up as the leg does (embedding is outside every leg).
 //! - `bench prepare`: prepare throughput on a dataset's raw files: reading, tokenising + BM25
 //!   indexing (chunks/s) and embedding (passages/s, no cache) on a sample.
 
@@ -47,6 +51,7 @@ pub struct LegLatency {
 /// (texts and vectors, same model required) come from another export: a large corpus with few
 /// questions (2wiki-corpus: 6,119 passages, 2 questions) can then be timed with many real
 /// queries. Gold is irrelevant to latency and left empty (oracle legs are then meaningless).
+#[allow(clippy::too_many_arguments)]
 pub fn latency(
     campaign: &Campaign,
     dataset: &str,
@@ -55,6 +60,7 @@ pub fn latency(
     legs: &[String],
     repeat: usize,
     top: usize,
+    data: &DataSettings,
 ) -> Result<Vec<LegLatency>> {
     let source = queries_from.unwrap_or(export);
     if source.manifest.model_id != export.manifest.model_id {
@@ -72,7 +78,12 @@ pub fn latency(
     };
     let mut out = Vec::new();
     for name in legs {
-        let leg = match campaign.legs[name].build(name, export.clone()) {
+        let spec = &campaign.legs[name];
+        if queries_from.is_some() && spec.conversation_mode().is_some() {
+            eprintln!("{dataset} x {name}: skipped (a conversation leg reads its own export's turns; --queries-from does not apply)");
+            continue;
+        }
+        let leg = match crate::leg_build::build(spec, name, export, data)? {
             Ok(l) => l,
             Err(e) => {
                 eprintln!("{dataset} x {name}: skipped ({e})");
@@ -203,4 +214,101 @@ pub fn open(
         DatasetState::Ready(e) => Ok(e),
         DatasetState::Missing(reason) => bail!("dataset {dataset}: {reason}"),
     }
+}
+
+/// Per-turn assembly overhead on one dataset.
+#[derive(Debug, Serialize)]
+pub struct AssemblyLatency {
+    /// Dataset.
+    pub dataset: String,
+    /// The multi-horizon leg whose assembler settings were used.
+    pub leg: String,
+    /// Conversation turns (queries) per pass.
+    pub queries: usize,
+    /// Turns per conversation: mean.
+    pub turns_mean: f64,
+    /// Timed passes.
+    pub repeat: usize,
+    /// `assemble` alone: median and p95, ms.
+    pub assemble_ms: [f64; 2],
+    /// The whole `multi_horizon` retrieve (assembly + Tier P + Tier C retrievals + novelty).
+    pub multi_horizon_ms: [f64; 2],
+    /// `conv_last_turn`'s retrieve (the hybrid on the current turn).
+    pub last_turn_ms: [f64; 2],
+}
+
+/// Times [`hopbench_legs::conversation::assemble`] per turn against the retrievals around it.
+pub fn assembly(
+    campaign: &Campaign,
+    dataset: &str,
+    export: &std::sync::Arc<Export>,
+    leg: &str,
+    repeat: usize,
+    data: &DataSettings,
+) -> Result<AssemblyLatency> {
+    use hopbench_legs::registry::LegSpec;
+    let spec = campaign
+        .legs
+        .get(leg)
+        .with_context(|| format!("no leg `{leg}` in the campaign"))?;
+    let LegSpec::MultiHorizon(cfg) = spec else {
+        bail!("leg `{leg}` is not of kind multi_horizon");
+    };
+    let build = |spec: &LegSpec, name: &str| -> Result<Box<dyn hopbench_legs::Leg>> {
+        crate::leg_build::build(spec, name, export, data)?
+            .map_err(|e| anyhow::anyhow!("{dataset} x {name}: {e}"))
+    };
+    let mh = build(spec, leg)?;
+    let last = build(
+        &LegSpec::ConvLastTurn(serde_json::from_str("{}")?),
+        "conv_last_turn",
+    )?;
+    let texts = spec.texts_to_embed(export);
+    let vectors = crate::leg_build::vectors(export, &texts, data)?;
+    let lookup = |t: &str| vectors.get(t).map(<[f32]>::to_vec).unwrap_or_default();
+    let convs: Vec<Vec<hopbench_datasets::Turn>> = export
+        .queries
+        .iter()
+        .map(|q| q.conversation.clone().unwrap_or_default())
+        .collect();
+    let n = export.queries.len();
+    let (mut a, mut m, mut l) = (Vec::new(), Vec::new(), Vec::new());
+    for pass in 0..=repeat {
+        for (q, conv) in convs.iter().enumerate() {
+            let input = QueryInput::from_export(export, q);
+            let t0 = Instant::now();
+            std::hint::black_box(hopbench_legs::conversation::assemble(
+                conv,
+                &lookup,
+                &cfg.conversation,
+            ));
+            let t1 = Instant::now();
+            std::hint::black_box(mh.retrieve(&input));
+            let t2 = Instant::now();
+            std::hint::black_box(last.retrieve(&input));
+            let t3 = Instant::now();
+            if pass > 0 {
+                // pass 0 warms caches up
+                a.push((t1 - t0).as_secs_f64() * 1e3);
+                m.push((t2 - t1).as_secs_f64() * 1e3);
+                l.push((t3 - t2).as_secs_f64() * 1e3);
+            }
+        }
+    }
+    let mp = |v: &[f64]| {
+        [
+            metrics::median(v).unwrap_or(0.0),
+            metrics::percentile(v, 95.0).unwrap_or(0.0),
+        ]
+    };
+    Ok(AssemblyLatency {
+        dataset: dataset.into(),
+        leg: leg.into(),
+        queries: n,
+        turns_mean: convs.iter().map(Vec::len).sum::<usize>() as f64 / n.max(1) as f64,
+        repeat,
+        assemble_ms: mp(&a),
+        multi_horizon_ms: mp(&m),
+        last_turn_ms: mp(&l),
+    })
 }

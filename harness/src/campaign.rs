@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 /// The default campaign, compiled in from the repository root.
 pub const EMBEDDED: &str = include_str!("../../campaign.yaml");
 
-/// A raw dataset format (or a generated / pooled dataset).
+/// A raw dataset format (or a generated / pooled / derived dataset).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DatasetFormat {
@@ -36,6 +36,10 @@ pub enum DatasetFormat {
     Beir,
     /// The union of other datasets of this campaign (`pool: [a, b]`).
     Pool,
+    /// A derived conversational dataset: another dataset's decompositions as scripted
+    /// dialogues, one user turn per hop (`derive_from: a`; see
+    /// `hopbench_datasets::formats::dialogues`).
+    Dialogues,
 }
 
 /// How the context header of a chunk is made.
@@ -66,6 +70,13 @@ pub struct DatasetSpec {
     /// Member datasets (`format: pool` only).
     #[serde(default)]
     pub pool: Vec<String>,
+    /// The dataset whose decompositions become dialogues (`format: dialogues` only, and
+    /// required there): another dataset of this campaign, not itself a dialogues dataset. Its
+    /// raw files are the derived dataset's files.
+    /// (Not serialised when absent: the serialised spec is part of every export's input key,
+    /// and the other datasets' keys must not change.)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub derive_from: Option<String>,
     /// Context header policy.
     #[serde(default)]
     pub context_header: HeaderMode,
@@ -152,10 +163,18 @@ pub struct Campaign {
     /// Statistics.
     #[serde(default)]
     pub stats: StatsConfig,
+    /// Query labels every cell's metrics are also broken down by (where a dataset has them),
+    /// besides the intent conversation legs classify.
+    #[serde(default = "default_breakdown_labels")]
+    pub breakdown_labels: Vec<String>,
     /// Datasets by name, in file order of a `BTreeMap` (sorted by name).
     pub datasets: BTreeMap<String, DatasetSpec>,
     /// Legs by name.
     pub legs: BTreeMap<String, LegSpec>,
+}
+
+fn default_breakdown_labels() -> Vec<String> {
+    vec!["multi_turn".into()]
 }
 
 impl Campaign {
@@ -218,8 +237,30 @@ impl Campaign {
                             Some(s) if s.format == DatasetFormat::Pool => {
                                 bail!("datasets.{name}: field `pool`: `{m}` is itself a pool")
                             }
+                            Some(s) if s.format == DatasetFormat::Dialogues => bail!(
+                                "datasets.{name}: field `pool`: `{m}` is a dialogues dataset (pool its `derive_from` dataset, or derive dialogues from this pool)"
+                            ),
                             _ => {}
                         }
+                    }
+                }
+                DatasetFormat::Dialogues => {
+                    match d.derive_from.as_deref() {
+                        None => bail!(
+                            "datasets.{name}: field `derive_from`: required for format dialogues (name the dataset whose decompositions become dialogues)"
+                        ),
+                        Some(src) => match self.datasets.get(src) {
+                            None => bail!(
+                                "datasets.{name}: field `derive_from`: unknown dataset `{src}`"
+                            ),
+                            Some(s) if s.format == DatasetFormat::Dialogues => bail!(
+                                "datasets.{name}: field `derive_from`: `{src}` is itself a dialogues dataset"
+                            ),
+                            _ => {}
+                        },
+                    }
+                    if !d.files.is_empty() {
+                        bail!("datasets.{name}: field `files`: a dialogues dataset reads the files of its `derive_from` dataset, not its own");
                     }
                 }
                 f if f != DatasetFormat::Synthetic
@@ -235,6 +276,9 @@ impl Campaign {
             }
             if !d.pool.is_empty() && d.format != DatasetFormat::Pool {
                 bail!("datasets.{name}: field `pool`: only for format pool");
+            }
+            if d.derive_from.is_some() && d.format != DatasetFormat::Dialogues {
+                bail!("datasets.{name}: field `derive_from`: only for format dialogues");
             }
         }
         Ok(())
@@ -310,6 +354,92 @@ mod tests {
             .contains("unknown dataset `a`"));
         let text = "datasets: {'a b': {format: synthetic}}\nlegs: {}\n";
         assert!(Campaign::parse(text, "c").is_err());
+    }
+
+    fn parse_err(text: &str) -> String {
+        format!("{:#}", Campaign::parse(text, "c.yaml").unwrap_err())
+    }
+
+    #[test]
+    fn embedded_dialogues_datasets() {
+        let c = Campaign::parse(EMBEDDED, "embedded").unwrap();
+        for (name, source) in [
+            ("synthetic-dialogues", "synthetic"),
+            ("musique-dialogues", "musique-train100"),
+        ] {
+            let d = &c.datasets[name];
+            assert_eq!(d.format, DatasetFormat::Dialogues);
+            assert_eq!(d.derive_from.as_deref(), Some(source));
+            assert!(d.files.is_empty());
+        }
+    }
+
+    #[test]
+    fn dialogues_parse_and_are_checked() {
+        let ok = "datasets:\n  s: {format: synthetic}\n  m: {format: musique, files: {questions: q.json}}\n  p: {format: pool, pool: [s, m]}\n  sd: {format: dialogues, derive_from: s}\n  pd: {format: dialogues, derive_from: p}\nlegs: {}\n";
+        let c = Campaign::parse(ok, "c.yaml").unwrap();
+        assert_eq!(c.datasets["sd"].derive_from.as_deref(), Some("s"));
+        assert_eq!(c.datasets["pd"].format, DatasetFormat::Dialogues);
+        assert_eq!(c.datasets["s"].derive_from, None);
+
+        let head =
+            "datasets:\n  s: {format: synthetic}\n  sd: {format: dialogues, derive_from: s}\n";
+        let cases = [
+            (
+                "  d: {format: dialogues}\n",
+                "datasets.d: field `derive_from`: required for format dialogues",
+            ),
+            (
+                "  d: {format: dialogues, derive_from: nope}\n",
+                "datasets.d: field `derive_from`: unknown dataset `nope`",
+            ),
+            (
+                "  d: {format: dialogues, derive_from: sd}\n",
+                "datasets.d: field `derive_from`: `sd` is itself a dialogues dataset",
+            ),
+            (
+                "  d: {format: dialogues, derive_from: d}\n",
+                "datasets.d: field `derive_from`: `d` is itself a dialogues dataset",
+            ),
+            (
+                "  d: {format: dialogues, derive_from: s, files: {questions: q.json}}\n",
+                "datasets.d: field `files`: a dialogues dataset reads the files of its `derive_from` dataset",
+            ),
+            (
+                "  d: {format: synthetic, derive_from: s}\n",
+                "datasets.d: field `derive_from`: only for format dialogues",
+            ),
+            (
+                "  d: {format: musique, files: {questions: q.json}, derive_from: s}\n",
+                "datasets.d: field `derive_from`: only for format dialogues",
+            ),
+            (
+                "  d: {format: pool, pool: [s, sd]}\n",
+                "datasets.d: field `pool`: `sd` is a dialogues dataset",
+            ),
+            (
+                "  d: {format: dialogues, derive_from: s, derive_form: s}\n",
+                "derive_form",
+            ),
+        ];
+        for (entry, want) in cases {
+            let e = parse_err(&format!("{head}{entry}legs: {{}}\n"));
+            assert!(e.contains("c.yaml") && e.contains(want), "{entry}: {e}");
+        }
+    }
+
+    #[test]
+    fn absent_derive_from_is_not_serialised() {
+        // the serialised spec is part of every export's input key: datasets without
+        // `derive_from` must serialise exactly as before the field existed
+        let c = Campaign::parse(EMBEDDED, "embedded").unwrap();
+        let json = serde_json::to_string(&c.datasets["musique-train100"]).unwrap();
+        assert!(!json.contains("derive_from"), "{json}");
+        let json = serde_json::to_string(&c.datasets["musique-dialogues"]).unwrap();
+        assert!(
+            json.contains(r#""derive_from":"musique-train100""#),
+            "{json}"
+        );
     }
 
     #[test]

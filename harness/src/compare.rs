@@ -316,6 +316,120 @@ pub fn compare_legs(
     })
 }
 
+/// [`compare_legs`] within groups: the queries are split by `by` (a dataset label, `intent` for
+/// the intent a conversation leg classified, or any `note:` annotation) read from A's records,
+/// else B's, and each group gets its own paired comparison (means over the group's queries, a
+/// floor of one group query). Holm runs over every metric of every group.
+pub fn compare_legs_by(
+    results: &Path,
+    dataset: &str,
+    a: &str,
+    b: &str,
+    by: &str,
+    cfg: &StatsConfig,
+) -> Result<Comparison> {
+    let paths = |leg: &str| CellPaths::new(results, dataset, leg);
+    let read = |leg: &str| crate::summary::read_summary(&paths(leg).summary);
+    let (x, y) = (read(a)?, read(b)?);
+    if let Some(reason) = not_comparable(&x, &y) {
+        anyhow::bail!("{dataset}: {a} and {b} are not comparable: {reason}");
+    }
+    let names = metric_names(&x.inputs.recall_k);
+    let (ids_a, va) = read_records(&paths(a).records, &names)?;
+    let (ids_b, vb) = read_records(&paths(b).records, &names)?;
+    if ids_a != ids_b {
+        anyhow::bail!("{dataset}: {a} and {b} have different query lists");
+    }
+    let column = match by {
+        "intent" => format!("note:{}", crate::breakdown::INTENT_ANNOTATION),
+        other if other.starts_with("note:") || other.starts_with("label:") => other.to_string(),
+        other => format!("label:{other}"),
+    };
+    let groups = match crate::summary::read_text_column(&paths(a).records, &column)? {
+        Some(g) => g,
+        None => crate::summary::read_text_column(&paths(b).records, &column)?.ok_or_else(|| {
+            anyhow::anyhow!(
+                "{dataset}: neither {a} nor {b} records a `{column}` column (labels: the \
+                 campaign's `breakdown_labels`; intent: a leg that classifies turns)"
+            )
+        })?,
+    };
+    let mut members: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    for (i, g) in groups.iter().enumerate() {
+        if let Some(g) = g {
+            for v in g.split(',').map(str::trim).filter(|v| !v.is_empty()) {
+                members.entry(v.to_string()).or_default().push(i);
+            }
+        }
+    }
+    let mut cells = Vec::new();
+    for (value, idx) in members {
+        let mut cell = CellComparison {
+            dataset: dataset.to_string(),
+            leg: format!("{b} vs {a} [{by}={value}]"),
+            verdict: Verdict::Identical,
+            reason: None,
+            queries: idx.len(),
+            metrics: vec![],
+        };
+        let (mut identical, mut within) = (true, true);
+        for name in &names {
+            let (Some(ca), Some(cb)) = (va.get(name), vb.get(name)) else {
+                continue;
+            };
+            let (pa, pb): (Vec<f64>, Vec<f64>) =
+                idx.iter().filter_map(|&i| Some((ca[i]?, cb[i]?))).unzip();
+            let mean = |v: &[f64]| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
+            let (ma, mb) = (mean(&pa), mean(&pb));
+            let floor = 1.0 / pa.len().max(1) as f64;
+            let delta = ma.zip(mb).map(|(x, y)| y - x);
+            identical &= ma == mb;
+            within &= delta.is_none_or(|d| d.abs() <= floor + 1e-12);
+            let diffs: Vec<f64> = pa.iter().zip(&pb).map(|(x, y)| y - x).collect();
+            cell.metrics.push(MetricDelta {
+                metric: name.clone(),
+                a: ma,
+                b: mb,
+                delta,
+                floor,
+                ci95: stats::paired_bootstrap_ci(&pa, &pb, cfg.resamples, 0.95, cfg.seed)
+                    .ok()
+                    .map(|c| [c.lo, c.hi]),
+                ci95_t: stats::t_mean_ci(&diffs, 0.95).ok().map(|c| [c.lo, c.hi]),
+                p: stats::randomization_test(&pa, &pb, cfg.permutations, cfg.seed).ok(),
+                p_holm: None,
+                paired_n: pa.len(),
+            });
+        }
+        cell.verdict = if identical {
+            Verdict::Identical
+        } else if within {
+            Verdict::WithinFloor
+        } else {
+            Verdict::Moved
+        };
+        cells.push(cell);
+    }
+    let ps: Vec<f64> = cells
+        .iter()
+        .flat_map(|c| c.metrics.iter().filter_map(|m| m.p))
+        .collect();
+    let mut adjusted = stats::holm(&ps).into_iter();
+    for m in cells
+        .iter_mut()
+        .flat_map(|c| c.metrics.iter_mut())
+        .filter(|m| m.p.is_some())
+    {
+        m.p_holm = adjusted.next();
+    }
+    Ok(Comparison {
+        a: format!("{}#{a}", results.display()),
+        b: format!("{}#{b}", results.display()),
+        family_size: ps.len(),
+        cells,
+    })
+}
+
 /// The comparison as a text table (one line per cell, then the metrics that moved).
 pub fn table(c: &Comparison) -> String {
     let mut out = String::new();

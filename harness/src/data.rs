@@ -2,6 +2,11 @@
 //! directory, report missing ones (a missing dataset is a status, not an error for the others),
 //! read the raw format, embed with the model (cached by text), index, and write or reuse the
 //! export under `<results>/exports/<dataset>/`.
+//!
+//! A pool reads its members' files; a dialogues dataset reads its `derive_from` dataset's files
+//! (or, when that is a pool, the pool's members' files) exactly as that dataset does, then
+//! derives the dialogues. Either way the raw files it reads are its files: a missing one makes it
+//! `missing-inputs`, and they are hashed into its export's input key.
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -45,6 +50,7 @@ pub fn needs_files(campaign: &Campaign, name: &str) -> bool {
     match spec.format {
         DatasetFormat::Synthetic => false,
         DatasetFormat::Pool => spec.pool.iter().any(|m| needs_files(campaign, m)),
+        DatasetFormat::Dialogues => needs_files(campaign, derive_from(spec)),
         _ => true,
     }
 }
@@ -79,16 +85,29 @@ fn resolve_files(
     }
 }
 
+/// The `derive_from` dataset of a dialogues dataset (validated when the campaign is parsed).
+fn derive_from(spec: &DatasetSpec) -> &str {
+    spec.derive_from
+        .as_deref()
+        .expect("validated: a dialogues dataset has derive_from")
+}
+
+/// The datasets whose raw files `name` reads, in order: a pool's members, a dialogues dataset's
+/// source (or, for a pool source, its members), else `name` itself. Validation keeps pools and
+/// dialogues out of pools and dialogues out of dialogues, so every member reads its own files.
+fn member_names(campaign: &Campaign, name: &str) -> Vec<String> {
+    let spec = &campaign.datasets[name];
+    match spec.format {
+        DatasetFormat::Pool => spec.pool.clone(),
+        DatasetFormat::Dialogues => member_names(campaign, derive_from(spec)),
+        _ => vec![name.to_string()],
+    }
+}
+
 /// One line on whether a dataset can be prepared.
 pub fn availability(campaign: &Campaign, name: &str, data_dir: Option<&Path>) -> String {
-    let spec = &campaign.datasets[name];
-    let members: Vec<&str> = if spec.format == DatasetFormat::Pool {
-        spec.pool.iter().map(String::as_str).collect()
-    } else {
-        vec![name]
-    };
-    for m in members {
-        if let Err(reason) = resolve_files(&campaign.datasets[m], data_dir) {
+    for m in member_names(campaign, name) {
+        if let Err(reason) = resolve_files(&campaign.datasets[&m], data_dir) {
             return format!("missing: {reason}");
         }
     }
@@ -178,7 +197,9 @@ fn read_raw(
                 &one(files, "qrels", name)?,
             )?
         }
-        DatasetFormat::Pool => unreachable!("pools are read member by member"),
+        DatasetFormat::Pool | DatasetFormat::Dialogues => {
+            unreachable!("pools and dialogues are read member by member")
+        }
     };
     if spec.context_header == HeaderMode::Title {
         for p in &mut raw.passages {
@@ -195,6 +216,18 @@ fn read_members(
     member_files: &[BTreeMap<String, Vec<PathBuf>>],
 ) -> Result<RawDataset> {
     let spec = &campaign.datasets[name];
+    if spec.format == DatasetFormat::Dialogues {
+        let source = derive_from(spec);
+        let raw = read_members(campaign, source, members, member_files)?;
+        let mut derived = formats::dialogues::derive(raw, source)
+            .with_context(|| format!("datasets.{name}: deriving dialogues from `{source}`"))?;
+        if spec.context_header == HeaderMode::Title {
+            for p in &mut derived.passages {
+                p.header = Some(p.title.clone());
+            }
+        }
+        return Ok(derived);
+    }
     if spec.format != DatasetFormat::Pool {
         return read_raw(name, spec, &member_files[0]);
     }
@@ -211,19 +244,14 @@ fn read_members(
     Ok(pooled)
 }
 
-/// Member datasets of `name` (itself unless it is a pool) and their resolved raw files.
+/// Member datasets of `name` ([`member_names`]) and their resolved raw files.
 #[allow(clippy::type_complexity)]
 fn members_of(
     campaign: &Campaign,
     name: &str,
     s: &DataSettings,
 ) -> Result<(Vec<String>, Vec<BTreeMap<String, Vec<PathBuf>>>), String> {
-    let spec = &campaign.datasets[name];
-    let members: Vec<String> = if spec.format == DatasetFormat::Pool {
-        spec.pool.clone()
-    } else {
-        vec![name.to_string()]
-    };
+    let members = member_names(campaign, name);
     let files = members
         .iter()
         .map(|m| resolve_files(&campaign.datasets[m], s.data_dir.as_deref()))
@@ -237,6 +265,22 @@ pub fn read_dataset(campaign: &Campaign, name: &str, s: &DataSettings) -> Result
         .map_err(anyhow::Error::msg)
         .with_context(|| format!("dataset {name}"))?;
     read_members(campaign, name, &members, &files)
+}
+
+/// The `Source::extra` of a dataset. Unchanged for every format but dialogues, so existing
+/// exports keep their input keys.
+fn extra_identity(campaign: &Campaign, spec: &DatasetSpec, members: &[String]) -> String {
+    let member_specs: Vec<&DatasetSpec> = members.iter().map(|m| &campaign.datasets[m]).collect();
+    match spec.format {
+        DatasetFormat::Dialogues => serde_json::to_string(&(
+            spec,
+            member_specs,
+            &campaign.datasets[derive_from(spec)],
+            ("dialogues", formats::dialogues::VERSION),
+        )),
+        _ => serde_json::to_string(&(spec, member_specs)),
+    }
+    .expect("spec serialises")
 }
 
 /// Prepares (or reuses) and loads dataset `name`.
@@ -260,15 +304,10 @@ pub fn open(
         format: format!("{:?}", spec.format).to_lowercase(),
         files,
         // everything about the dataset that is not a file: generator settings, header policy,
-        // pool membership and the members' own settings
-        extra: serde_json::to_string(&(
-            spec,
-            members
-                .iter()
-                .map(|m| &campaign.datasets[m])
-                .collect::<Vec<_>>(),
-        ))
-        .expect("spec serialises"),
+        // pool membership and the members' own settings; for dialogues also the source's
+        // settings and the derivation's version (its own spec, with `format: dialogues` and
+        // `derive_from`, already keeps its key apart from the source's)
+        extra: extra_identity(campaign, spec, &members),
     };
     let read_all = || read_members(campaign, name, &members, &member_files);
 
@@ -345,4 +384,106 @@ pub fn open(
         );
     }
     Ok(DatasetState::Ready(Arc::new(export)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn campaign() -> Campaign {
+        Campaign::parse(
+            "datasets:
+  s: {format: synthetic}
+  m: {format: musique, files: {questions: m/q.json, corpus: m/c.json}}
+  h: {format: hotpotqa, files: {questions: h/q.json}}
+  p: {format: pool, pool: [m, h]}
+  sd: {format: dialogues, derive_from: s}
+  md: {format: dialogues, derive_from: m}
+  pd: {format: dialogues, derive_from: p}
+legs: {}
+",
+            "test",
+        )
+        .unwrap()
+    }
+
+    fn settings(data_dir: Option<PathBuf>) -> DataSettings {
+        DataSettings {
+            data_dir,
+            exports: PathBuf::from("unused"),
+            embeddings: PathBuf::from("unused"),
+            model_dir: PathBuf::from("unused"),
+            prepare: PrepareConfig::default(),
+        }
+    }
+
+    #[test]
+    fn dialogues_read_their_sources_files() {
+        let c = campaign();
+        assert_eq!(member_names(&c, "sd"), ["s"]);
+        assert_eq!(member_names(&c, "md"), ["m"]);
+        assert_eq!(member_names(&c, "pd"), ["m", "h"]);
+        assert!(!needs_files(&c, "sd"));
+        assert!(needs_files(&c, "md") && needs_files(&c, "pd"));
+
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("m")).unwrap();
+        std::fs::write(dir.path().join("m/q.json"), "[]").unwrap();
+        let data = Some(dir.path());
+        // a missing source file makes the derived dataset missing, naming the file
+        let status = availability(&c, "md", data);
+        assert!(
+            status.starts_with("missing:") && status.contains("c.json"),
+            "{status}"
+        );
+        assert!(availability(&c, "md", None).starts_with("missing:"));
+        assert_eq!(availability(&c, "sd", None), "available");
+        std::fs::write(dir.path().join("m/c.json"), "[]").unwrap();
+        assert_eq!(availability(&c, "md", data), "available");
+        assert!(availability(&c, "pd", data).contains("h/q.json"));
+        // the derived dataset's files are the source's files
+        let s = settings(data.map(Path::to_path_buf));
+        let (members, files) = members_of(&c, "md", &s).unwrap();
+        assert_eq!(members, ["m"]);
+        assert_eq!(files, members_of(&c, "m", &s).unwrap().1);
+        // an empty musique set reads, and derives no dialogues
+        let d = read_dataset(&c, "md", &s).unwrap();
+        assert!(d.questions.is_empty() && d.passages.is_empty());
+    }
+
+    #[test]
+    fn synthetic_dialogues_are_derived_and_labelled() {
+        let c = campaign();
+        let s = settings(None);
+        let src = read_dataset(&c, "s", &s).unwrap();
+        let d = read_dataset(&c, "sd", &s).unwrap();
+        assert_eq!(d.passages, src.passages);
+        let hops: usize = src
+            .questions
+            .iter()
+            .map(|q| q.decomposition.as_ref().map_or(0, Vec::len))
+            .sum();
+        assert_eq!(d.questions.len(), hops);
+        assert!(d
+            .questions
+            .iter()
+            .all(|q| q.labels["derived"] == "s-decomposition" && q.conversation.is_some()));
+    }
+
+    #[test]
+    fn derived_exports_are_keyed_apart_and_others_unchanged() {
+        let c = campaign();
+        let extra = |name: &str| extra_identity(&c, &c.datasets[name], &member_names(&c, name));
+        // the pre-existing shape for every non-derived dataset
+        let spec = &c.datasets["m"];
+        assert_eq!(
+            extra("m"),
+            serde_json::to_string(&(spec, vec![spec])).unwrap()
+        );
+        assert_ne!(extra("md"), extra("m"));
+        assert_ne!(extra("sd"), extra("s"));
+        assert_ne!(extra("pd"), extra("p"));
+        assert!(extra("md").contains(r#""derive_from":"m""#));
+        assert!(extra("md").contains(&format!(r#"["dialogues",{}]"#, formats::dialogues::VERSION)));
+    }
 }

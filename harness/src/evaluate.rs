@@ -53,6 +53,10 @@ pub struct QueryResult {
     pub retrieve_ms: f64,
     /// Wall time of `select` (ms).
     pub select_ms: f64,
+    /// The query's dataset labels (breakdowns group on them).
+    pub labels: BTreeMap<String, String>,
+    /// The leg's per-query text facts ([`hopbench_legs::Retrieval::annotations`]).
+    pub annotations: BTreeMap<String, String>,
 }
 
 /// Evaluates `selection` for query `q` of `export`.

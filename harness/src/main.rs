@@ -21,6 +21,7 @@ macro_rules! out {
 }
 
 mod bench;
+mod breakdown;
 mod cache;
 mod campaign;
 mod compare;
@@ -29,6 +30,7 @@ mod curve;
 mod data;
 mod evaluate;
 mod fsx;
+mod leg_build;
 mod matrix;
 mod metrics;
 mod plot;
@@ -67,6 +69,9 @@ enum Command {
     CompareLegs(LegPairArgs),
     /// Equal-spend comparison of two selecting legs' budget curves on one dataset.
     CompareCurves(LegPairArgs),
+    /// Per-group metrics of cells (by dataset label and classified intent), the intent
+    /// confusion matrix and reference-resolution accuracy.
+    Breakdown(BreakdownArgs),
     /// Draw the budget curves of every dataset (PNG and SVG).
     Plot(PlotArgs),
     /// Speed benchmarks (not tests): query latency per leg, prepare throughput.
@@ -170,6 +175,26 @@ struct LegPairArgs {
     /// Campaign whose `stats` settings to use.
     #[arg(long)]
     campaign: Option<PathBuf>,
+    /// compare-legs only: one paired comparison per group of a dataset label (`multi_turn`),
+    /// of `intent` (as a conversation leg classified it), or of a `note:<annotation>`.
+    #[arg(long)]
+    by: Option<String>,
+}
+
+#[derive(Args, Debug)]
+struct BreakdownArgs {
+    /// Results directory (default: the campaign's `results`).
+    #[arg(long)]
+    results: Option<PathBuf>,
+    /// Dataset name.
+    #[arg(long)]
+    dataset: String,
+    /// `all` or a comma list of leg names (cells that exist).
+    #[arg(long, default_value = "all")]
+    legs: String,
+    /// Campaign (default as for run-matrix).
+    #[arg(long)]
+    campaign: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -194,6 +219,26 @@ enum BenchCommand {
     Latency(LatencyArgs),
     /// Prepare throughput: reading, tokenising + BM25 (chunks/s), embedding (passages/s).
     Prepare(BenchPrepareArgs),
+    /// SPEC-028 per-turn assembly time beside the conversation retrievals (median, p95).
+    Assembly(AssemblyArgs),
+}
+
+#[derive(Args, Debug)]
+struct AssemblyArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// Comma list of conversational dataset names.
+    #[arg(long)]
+    datasets: String,
+    /// The multi_horizon leg whose assembler settings to time.
+    #[arg(long, default_value = "multi_horizon")]
+    leg: String,
+    /// Timed passes over the turns (after one warm-up pass).
+    #[arg(long, default_value_t = 20)]
+    repeat: usize,
+    /// Write the results as JSON to this file.
+    #[arg(long)]
+    json: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -365,7 +410,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::CompareLegs(a) => {
             let (campaign, _, results) =
                 campaign_and_results(a.campaign.as_deref(), a.results.as_deref())?;
-            let c = compare::compare_legs(&results, &a.dataset, &a.a, &a.b, &campaign.stats)?;
+            let c = match &a.by {
+                Some(by) => {
+                    compare::compare_legs_by(&results, &a.dataset, &a.a, &a.b, by, &campaign.stats)?
+                }
+                None => compare::compare_legs(&results, &a.dataset, &a.a, &a.b, &campaign.stats)?,
+            };
             out!("{}", compare::table(&c));
             write_json(a.json.as_deref(), &c)?;
             Ok(ExitCode::SUCCESS)
@@ -373,9 +423,34 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::CompareCurves(a) => {
             let (campaign, _, results) =
                 campaign_and_results(a.campaign.as_deref(), a.results.as_deref())?;
+            if a.by.is_some() {
+                anyhow::bail!("--by applies to compare-legs only");
+            }
             let c = spend::compare(&results, &a.dataset, &a.a, &a.b, &campaign.stats)?;
             out!("{}", spend::table(&c));
             write_json(a.json.as_deref(), &c)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Breakdown(a) => {
+            let (campaign, _, results) =
+                campaign_and_results(a.campaign.as_deref(), a.results.as_deref())?;
+            let legs = select(&a.legs, campaign.legs.keys(), "leg")?;
+            let mut found = 0;
+            for leg in &legs {
+                let path = summary::CellPaths::new(&results, &a.dataset, leg).summary;
+                if !path.exists() {
+                    continue;
+                }
+                found += 1;
+                out!("{}", report::breakdown_text(&summary::read_summary(&path)?));
+            }
+            if found == 0 {
+                anyhow::bail!(
+                    "no cells of dataset `{}` under {} (run run-matrix first)",
+                    a.dataset,
+                    results.join("cells").display()
+                );
+            }
             Ok(ExitCode::SUCCESS)
         }
         Command::Plot(a) => {
@@ -422,6 +497,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     &legs,
                     a.repeat.max(1),
                     a.top,
+                    &ds,
                 )? {
                     out!(
                         "{:<24} {:<20} {:>6} chunks {:>5} queries x{:<3} median {:>8.4} ms  p95 {:>8.4} ms  {:>10.0} q/s",
@@ -429,6 +505,24 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     );
                     all.push(r);
                 }
+            }
+            write_json(a.json.as_deref(), &all)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Bench(BenchCommand::Assembly(a)) => {
+            let (campaign, _, results) =
+                campaign_and_results(a.common.campaign.as_deref(), a.common.results.as_deref())?;
+            let ds = data_settings(&a.common, &campaign, &results);
+            let mut all = Vec::new();
+            for name in select(&a.datasets, campaign.datasets.keys(), "dataset")? {
+                let export = bench::open(&campaign, &name, &ds)?;
+                let r = bench::assembly(&campaign, &name, &export, &a.leg, a.repeat.max(1), &ds)?;
+                out!(
+                    "{:<22} {:>4} turns (mean {:.1} per conversation) x{:<3} assemble median {:.4} ms p95 {:.4} ms | {} retrieve median {:.4} ms p95 {:.4} ms | conv_last_turn median {:.4} ms p95 {:.4} ms",
+                    r.dataset, r.queries, r.turns_mean, r.repeat, r.assemble_ms[0], r.assemble_ms[1],
+                    r.leg, r.multi_horizon_ms[0], r.multi_horizon_ms[1], r.last_turn_ms[0], r.last_turn_ms[1]
+                );
+                all.push(r);
             }
             write_json(a.json.as_deref(), &all)?;
             Ok(ExitCode::SUCCESS)

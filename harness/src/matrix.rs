@@ -152,6 +152,7 @@ fn run_cell(
         query_set: export.as_ref().map(|e| query_set_hash(e, &idx)),
         limit: s.limit,
         recall_k: campaign.recall_k.clone(),
+        breakdown_labels: campaign.breakdown_labels.clone(),
         ci: campaign.stats.clone(),
         code_version: cache::code_version().to_string(),
         contract: contract.clone(),
@@ -185,7 +186,7 @@ fn run_cell(
         }
     }
 
-    let leg = match spec.build(leg_name, export.clone()) {
+    let leg = match crate::leg_build::build(spec, leg_name, &export, &s.data)? {
         Ok(l) => l,
         Err(LegError::MissingInputs(reason)) => {
             let cell = CellSummary::without_numbers(
@@ -238,6 +239,8 @@ fn run_cell(
                     ranked: selection.chunks,
                     retrieve_ms: (t1 - t0).as_secs_f64() * 1e3,
                     select_ms: (t2 - t1).as_secs_f64() * 1e3,
+                    labels: rec.labels.clone(),
+                    annotations: retrieval.annotations.clone(),
                 };
                 bar.inc(1);
                 Ok(r)
@@ -276,7 +279,7 @@ fn run_cell(
         &paths.run,
         &trec::run_text(&export, &ids, &ranked, &format!("hopbench-{leg_name}")),
     )?;
-    summary::write_records(&paths.records, &names, &results)?;
+    summary::write_records(&paths.records, &names, &campaign.breakdown_labels, &results)?;
     // the summary goes last: a summary on disk means its records and run file are complete
     summary::write_summary(&paths.summary, &cell)?;
     Ok((cell, CellOutcome::Computed))
@@ -320,7 +323,7 @@ fn run_curve(
     export: &std::sync::Arc<Export>,
     cell_key: &str,
 ) -> Result<()> {
-    let leg = campaign.legs[leg_name].build(leg_name, export.clone())?;
+    let leg = crate::leg_build::build(&campaign.legs[leg_name], leg_name, export, &s.data)??;
     if leg.default_budget().is_none() {
         return Ok(());
     }

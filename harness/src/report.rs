@@ -121,9 +121,110 @@ pub fn collect_summaries(results: &Path) -> Result<Vec<CellSummary>> {
         }
     }
     paths.sort();
+    let mut stale = 0;
     for p in paths {
+        // a summary of an older schema is a stale cell (run-matrix recomputes it), not an
+        // error; a current-schema summary that does not parse still is one
+        let version = std::fs::read(&p)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+            .and_then(|v| v.get("schema_version").and_then(|x| x.as_u64()));
+        if version.is_some_and(|v| v != u64::from(crate::summary::SCHEMA_VERSION)) {
+            stale += 1;
+            continue;
+        }
         out.push(read_summary(&p)?);
+    }
+    if stale > 0 {
+        eprintln!(
+            "{}: skipped {stale} cell summaries of an older schema (rerun run-matrix to refresh them)",
+            cells.display()
+        );
     }
     out.sort_by(|a, b| (&a.dataset, &a.leg).cmp(&(&b.dataset, &b.leg)));
     Ok(out)
+}
+
+/// One cell's breakdowns as text: per group key a table of queries, R@10 and nDCG@10 with
+/// 95% CIs; the intent confusion matrices; reference-resolution accuracy.
+pub fn breakdown_text(c: &CellSummary) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "## {} x {} ({} queries)\n",
+        c.dataset, c.leg, c.queries
+    );
+    if c.status != Status::Ok {
+        let _ = writeln!(
+            out,
+            "status {:?}: {}\n",
+            c.status,
+            c.reason.clone().unwrap_or_default()
+        );
+        return out;
+    }
+    let fmt = |g: &crate::breakdown::Group, name: &str| match g.metrics.get(name).copied().flatten()
+    {
+        None => "—".to_string(),
+        Some(v) => match g.metrics_ci95.get(name) {
+            Some([lo, hi]) => format!("{v:.4} [{lo:.3}, {hi:.3}]"),
+            None => format!("{v:.4}"),
+        },
+    };
+    if c.breakdowns.is_empty() {
+        let _ = writeln!(out, "no breakdown labels or intents in this cell\n");
+    }
+    for (key, groups) in &c.breakdowns {
+        let _ = writeln!(
+            out,
+            "| {key} | queries | R@10 [95% CI] | nDCG@10 [95% CI] |"
+        );
+        let _ = writeln!(out, "|---|---:|---|---|");
+        for (value, g) in groups {
+            let _ = writeln!(
+                out,
+                "| {value} | {} | {} | {} |",
+                g.queries,
+                fmt(g, "recall@10"),
+                fmt(g, "ndcg@10")
+            );
+        }
+        let _ = writeln!(out);
+    }
+    for (key, rows) in &c.intent_confusion {
+        let intents: std::collections::BTreeSet<&String> =
+            rows.values().flat_map(|r| r.keys()).collect();
+        let _ = write!(out, "| {key} \\ intent |");
+        for i in &intents {
+            let _ = write!(out, " {i} |");
+        }
+        let _ = writeln!(out, " total |");
+        let _ = write!(out, "|---|");
+        for _ in &intents {
+            let _ = write!(out, "---:|");
+        }
+        let _ = writeln!(out, "---:|");
+        for (value, row) in rows {
+            let _ = write!(out, "| {value} |");
+            for i in &intents {
+                let _ = write!(out, " {} |", row.get(*i).copied().unwrap_or(0));
+            }
+            let _ = writeln!(out, " {} |", row.values().sum::<usize>());
+        }
+        let _ = writeln!(out);
+    }
+    if let Some(r) = &c.reference_resolution {
+        let _ = writeln!(
+            out,
+            "reference resolution: {} / {} turns correct = {:.4}{} ({} turns resolved something)\n",
+            r.correct,
+            r.turns,
+            r.accuracy,
+            r.ci95.map_or(String::new(), |[lo, hi]| format!(
+                " [95% CI {lo:.3}, {hi:.3}]"
+            )),
+            r.resolved
+        );
+    }
+    out
 }

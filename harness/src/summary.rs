@@ -20,7 +20,7 @@ use crate::metrics;
 use crate::stats;
 
 /// Version of the summary schema.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// Whether the cell has numbers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -51,6 +51,8 @@ pub struct CellInputs {
     pub limit: Option<usize>,
     /// recall@k cut-offs.
     pub recall_k: Vec<usize>,
+    /// Dataset labels the breakdowns group on.
+    pub breakdown_labels: Vec<String>,
     /// Bootstrap settings of the CIs.
     pub ci: crate::campaign::StatsConfig,
     /// Package version + executable hash.
@@ -148,6 +150,15 @@ pub struct CellSummary {
     pub tokens: Tokens,
     /// Means of the leg's per-query diagnostics.
     pub diagnostics: BTreeMap<String, f64>,
+    /// Metrics per dataset label value and per classified intent (see [`crate::breakdown`]).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub breakdowns: crate::breakdown::Breakdowns,
+    /// Dataset label values against the classified intent (legs that classify intents).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub intent_confusion: crate::breakdown::Confusion,
+    /// Reference-resolution accuracy (datasets with known referents, legs that resolve).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference_resolution: Option<crate::breakdown::ReferenceAccuracy>,
     /// Timing (excluded from identity checks).
     pub timing: Option<Timing>,
 }
@@ -176,6 +187,9 @@ impl CellSummary {
             metrics_defined: BTreeMap::new(),
             tokens: Tokens::default(),
             diagnostics: BTreeMap::new(),
+            breakdowns: BTreeMap::new(),
+            intent_confusion: BTreeMap::new(),
+            reference_resolution: None,
             timing: None,
         }
     }
@@ -229,6 +243,10 @@ impl CellSummary {
             .into_iter()
             .map(|(k, v)| (k, metrics::mean(v).unwrap_or(0.0)))
             .collect();
+        let labels = s.inputs.breakdown_labels.clone();
+        s.breakdowns = crate::breakdown::breakdowns(results, names, &labels, &s.inputs.ci);
+        s.intent_confusion = crate::breakdown::confusion(results, &labels);
+        s.reference_resolution = crate::breakdown::reference_accuracy(results, &s.inputs.ci);
         s.timing = Some(timing);
         s
     }
@@ -280,7 +298,12 @@ pub fn read_summary(path: &Path) -> Result<CellSummary> {
 
 /// Writes the per-query records (one row per query; a column per metric, null where
 /// undefined; tokens; latency) atomically.
-pub fn write_records(path: &Path, names: &[String], results: &[QueryResult]) -> Result<()> {
+pub fn write_records(
+    path: &Path,
+    names: &[String],
+    label_keys: &[String],
+    results: &[QueryResult],
+) -> Result<()> {
     let mut cols: Vec<(String, arrow_array::ArrayRef)> = vec![(
         "query_id".into(),
         pq::strings(&results.iter().map(|r| r.id.as_str()).collect::<Vec<_>>()),
@@ -304,6 +327,27 @@ pub fn write_records(path: &Path, names: &[String], results: &[QueryResult]) -> 
             .map(|r| r.diagnostics.get(d).copied())
             .collect();
         cols.push((format!("diag:{d}"), pq::opt_f64s(&v)));
+    }
+    // text columns: the breakdown labels (`label:<key>`) and the leg's annotations (`note:<key>`)
+    let text_col = |get: &dyn Fn(&QueryResult) -> Option<String>| {
+        let v: Vec<Option<String>> = results.iter().map(get).collect();
+        pq::opt_strings(&v)
+    };
+    for k in label_keys {
+        if results.iter().any(|r| r.labels.contains_key(k)) {
+            cols.push((
+                format!("label:{k}"),
+                text_col(&|r| r.labels.get(k).cloned()),
+            ));
+        }
+    }
+    let note_names: std::collections::BTreeSet<&String> =
+        results.iter().flat_map(|r| r.annotations.keys()).collect();
+    for n in note_names {
+        cols.push((
+            format!("note:{n}"),
+            text_col(&|r| r.annotations.get(n).cloned()),
+        ));
     }
     if results
         .iter()
@@ -346,6 +390,19 @@ pub fn write_records(path: &Path, names: &[String], results: &[QueryResult]) -> 
 
 /// Per-query metric values by metric name (`None` where undefined), in query order.
 pub type MetricColumns = BTreeMap<String, Vec<Option<f64>>>;
+
+/// A text column of a records file (`label:<key>`, `note:<key>`), `None` when it has none.
+pub fn read_text_column(path: &Path, name: &str) -> Result<Option<Vec<Option<String>>>> {
+    let batch = pq::read(path)?;
+    let cols = Columns {
+        path,
+        batch: &batch,
+    };
+    if !cols.has(name) {
+        return Ok(None);
+    }
+    Ok(Some(cols.opt_strings(name)?))
+}
 
 /// Per-query values of a records file: query ids and each requested column.
 pub fn read_records(path: &Path, names: &[String]) -> Result<(Vec<String>, MetricColumns)> {

@@ -764,8 +764,7 @@ impl Leg for CdgrLeg {
                 .map(|f| Candidate::new(f.fact, f.score))
                 .collect(),
             diagnostics,
-            hyperedges: None,
-            seeds: Vec::new(),
+            ..Default::default()
         }
     }
 

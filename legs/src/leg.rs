@@ -44,6 +44,10 @@ pub struct Retrieval {
     pub hyperedges: Option<Vec<(u32, f32)>>,
     /// The graph seed nodes of this query (query seeds first), for the same selector.
     pub seeds: Vec<u32>,
+    /// Per-query text facts the leg reports (the conversation legs' `CRP-Context-*` headers,
+    /// the rewritten query): written per query to the records and grouped on by breakdowns.
+    /// Deterministic, like everything else a leg returns.
+    pub annotations: BTreeMap<String, String>,
 }
 
 /// What `select` hands to the LLM: chunk indices in context order.

@@ -28,6 +28,7 @@ pub mod backend;
 pub mod candidate;
 pub mod cdgr;
 pub mod conversation;
+pub mod conversational;
 pub mod expand;
 pub mod first_stage;
 pub mod fuse;

@@ -8,6 +8,10 @@ use hopbench_datasets::export::Export;
 use serde::{Deserialize, Serialize};
 
 use crate::cdgr::{CdgrConfig, CdgrLeg, CdgrMode};
+use crate::conversational::{
+    texts_to_embed, ConvCdrConfig, ConvLeg, ConvMode, FullHistoryConfig, LastTurnConfig,
+    MultiHorizonConfig, TextVectors,
+};
 use crate::first_stage::{DenseLeg, HybridLeg, LexicalLeg, Vectors};
 use crate::lanes::fused::{FusedGraphLeg, HyperedgesConfig, KgConfig};
 use crate::leg::{Leg, LegError};
@@ -126,6 +130,14 @@ pub enum LegSpec {
     CdrTask(CdgrConfig),
     /// CDGR over the published decomposition as a document task (`missing-inputs` without).
     CdgrTask(CdgrConfig),
+    /// Conversation: the hybrid on the current user turn alone.
+    ConvLastTurn(LastTurnConfig),
+    /// Conversation: the hybrid on every turn concatenated.
+    ConvFullHistory(FullHistoryConfig),
+    /// Conversation: the hybrid on the current turn with CDR novelty always on.
+    ConvCdr(ConvCdrConfig),
+    /// Conversation: SPEC-028's assembler (references, intent, tier blend) over the hybrid.
+    MultiHorizon(MultiHorizonConfig),
     /// Bound: graph rescue's union with the rescued gold chunks promoted to the front.
     RescueOracle {
         /// The graph rescue being bounded (defaults: `graph_rescue`'s).
@@ -178,6 +190,10 @@ impl LegSpec {
             LegSpec::Cdgr(_) => "cdgr",
             LegSpec::CdrTask(_) => "cdr_task",
             LegSpec::CdgrTask(_) => "cdgr_task",
+            LegSpec::ConvLastTurn(_) => "conv_last_turn",
+            LegSpec::ConvFullHistory(_) => "conv_full_history",
+            LegSpec::ConvCdr(_) => "conv_cdr",
+            LegSpec::MultiHorizon(_) => "multi_horizon",
             LegSpec::RescueOracle { .. } => "rescue_oracle",
             LegSpec::BaseOracle { .. } => "base_oracle",
         }
@@ -197,6 +213,10 @@ impl LegSpec {
                 check_counter(name, &c.token_counter)?;
                 return c.validate(name);
             }
+            LegSpec::ConvLastTurn(c) => return c.validate(name),
+            LegSpec::ConvFullHistory(c) => return c.validate(name),
+            LegSpec::ConvCdr(c) => return c.validate(name),
+            LegSpec::MultiHorizon(c) => return c.validate(name),
             LegSpec::Kg(c) => return c.validate(name),
             LegSpec::Hyperedges(c) => return c.validate(name),
             LegSpec::GraphRescue(c) | LegSpec::RescueOracle { rescue: c } => {
@@ -247,9 +267,58 @@ impl LegSpec {
         }
     }
 
-    /// Builds the leg over `export`.
+    /// The conversation legs' mode and first-stage settings (`None` for every other kind).
+    pub fn conversation_mode(&self) -> Option<(ConvMode, usize, f32)> {
+        Some(match self {
+            LegSpec::ConvLastTurn(c) => (ConvMode::LastTurn, c.pool_k, c.rrf_k),
+            LegSpec::ConvFullHistory(c) => (ConvMode::FullHistory(c.order), c.pool_k, c.rrf_k),
+            LegSpec::ConvCdr(c) => (
+                ConvMode::Cdr {
+                    delivered_k: c.delivered_k,
+                },
+                c.pool_k,
+                c.rrf_k,
+            ),
+            LegSpec::MultiHorizon(c) => (
+                ConvMode::MultiHorizon {
+                    delivered_k: c.delivered_k,
+                    partial_novelty: c.partial_novelty,
+                    conversation: Box::new(c.conversation.clone()),
+                },
+                c.pool_k,
+                c.rrf_k,
+            ),
+            _ => return None,
+        })
+    }
+
+    /// Texts this leg needs vectors for besides the prepared ones (conversation legs only; see
+    /// [`crate::conversational`]): the harness embeds them and passes them to [`Self::build_with`].
+    pub fn texts_to_embed(&self, export: &Export) -> Vec<String> {
+        self.conversation_mode()
+            .map(|(mode, _, _)| texts_to_embed(export, &mode))
+            .unwrap_or_default()
+    }
+
+    /// Builds the leg over `export` (a conversation leg that needs text vectors reports
+    /// `missing-inputs` here: use [`Self::build_with`]).
     pub fn build(&self, name: &str, export: Arc<Export>) -> Result<Box<dyn Leg>, LegError> {
+        self.build_with(name, export, None)
+    }
+
+    /// Builds the leg over `export`, with the vectors of [`Self::texts_to_embed`].
+    pub fn build_with(
+        &self,
+        name: &str,
+        export: Arc<Export>,
+        vectors: Option<Arc<TextVectors>>,
+    ) -> Result<Box<dyn Leg>, LegError> {
         self.validate(name)?;
+        if let Some((mode, pool_k, rrf_k)) = self.conversation_mode() {
+            return Ok(Box::new(ConvLeg::new(
+                export, mode, pool_k, rrf_k, vectors,
+            )?));
+        }
         Ok(match *self {
             LegSpec::Dense { pool_k } => Box::new(DenseLeg::new(export, Vectors::Full, pool_k)?),
             LegSpec::DenseContentOnly { pool_k } => {
@@ -269,6 +338,10 @@ impl LegSpec {
             LegSpec::CdgrTask(ref c) => {
                 Box::new(CdgrLeg::new(name, export, CdgrMode::CdgrTask, c)?)
             }
+            LegSpec::ConvLastTurn(_)
+            | LegSpec::ConvFullHistory(_)
+            | LegSpec::ConvCdr(_)
+            | LegSpec::MultiHorizon(_) => unreachable!("built above"),
             LegSpec::RescueOracle { ref rescue } => {
                 Box::new(OracleLeg::new(export, rescue.clone(), OracleKind::Rescue)?)
             }

@@ -363,6 +363,7 @@ impl RescueOutput {
             diagnostics: self.diagnostics(),
             hyperedges: has_hypergraph_lane.then(|| self.hyperedges.clone()),
             seeds: self.seeds.clone(),
+            annotations: Default::default(),
         }
     }
 }

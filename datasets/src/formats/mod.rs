@@ -23,10 +23,14 @@
 //!
 //! [`pool`] unions several read datasets into one corpus, prefixing every id with its part's
 //! name.
+//!
+//! [`dialogues`] is not a reader: it derives a labelled conversational dataset from another
+//! dataset's published decompositions (one user turn per hop, with known referents).
 
 mod common;
 
 pub mod beir;
+pub mod dialogues;
 pub mod hotpotqa;
 pub mod mtrag;
 pub mod musique;

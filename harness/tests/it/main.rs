@@ -4,5 +4,6 @@
 
 mod util;
 
+mod conversations;
 mod curves;
 mod matrix;

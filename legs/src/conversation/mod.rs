@@ -208,6 +208,17 @@ impl TurnPlan {
     }
 }
 
+/// The current (last) turn's text with its references resolved against the earlier turns: the
+/// [`TurnPlan::query_text`] that [`assemble`] will produce, computed without vectors (reference
+/// resolution reads text only). The harness uses it to know which texts to embed before a run.
+pub fn rewritten_query(conversation: &[Turn]) -> String {
+    let log = TurnLog::build(conversation, &|_| Vec::new(), &TurnLogConfig::default());
+    match log.turns.last() {
+        Some(t) => references::resolve(&t.text, log.history()).query_text,
+        None => String::new(),
+    }
+}
+
 /// Plan the current (last) turn of `conversation`. `embed` must return L2-normalised vectors of
 /// one dimension; it is called once per turn. An empty conversation gives an empty `EXPLORE` plan.
 pub fn assemble(
