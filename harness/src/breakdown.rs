@@ -51,7 +51,8 @@ pub struct ReferenceAccuracy {
     /// Of those, turns where the leg resolved at least one reference.
     pub resolved: usize,
     /// Turns where every referent was among the resolutions (normalised text equality, or
-    /// containment when a reference resolved to a whole turn).
+    /// containment when a reference resolved to a whole turn; normalised = lower case,
+    /// alphanumeric words, a leading "the", "a", "in", "under", ... dropped).
     pub correct: usize,
     /// `correct / turns`.
     pub accuracy: f64,
@@ -165,13 +166,21 @@ pub fn confusion(results: &[QueryResult], label_keys: &[String]) -> Confusion {
     out
 }
 
-/// Lower-case, alphanumerics only, single spaces.
+/// Words a published answer may open with that are not part of the name ("in New Delhi",
+/// "the Church of England", "under Trajan"): dropped from the front before comparing.
+const LEADING_FUNCTION_WORDS: &[&str] = &["the", "a", "an", "in", "at", "on", "under", "of"];
+
+/// Lower-case, alphanumerics only, single spaces, leading function words dropped.
 fn normalise(s: &str) -> String {
-    s.to_lowercase()
+    let lower = s.to_lowercase();
+    let mut words: Vec<&str> = lower
         .split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
-        .collect::<Vec<_>>()
-        .join(" ")
+        .collect();
+    while words.len() > 1 && LEADING_FUNCTION_WORDS.contains(&words[0]) {
+        words.remove(0);
+    }
+    words.join(" ")
 }
 
 /// Whether `resolutions` (` | `-separated) cover every referent of `referents` (same format).
@@ -301,6 +310,16 @@ mod tests {
     #[test]
     fn reference_resolution_scoring() {
         assert!(resolution_correct("Lord Byron", "lord byron"));
+        assert!(resolution_correct("in New Delhi", "New Delhi"));
+        assert!(resolution_correct(
+            "the Church of England",
+            "Church of England"
+        ));
+        assert!(!resolution_correct("the First World War", "World War"));
+        assert!(
+            resolution_correct("The", "the"),
+            "a lone function word is kept"
+        );
         assert!(resolution_correct("1815", "Ada was born in 1815."));
         assert!(!resolution_correct("181", "Ada was born in 1815."));
         assert!(resolution_correct("A | B", "b | a"));

@@ -95,7 +95,14 @@ fn tokenize(text: &str) -> Vec<Token> {
         });
     };
     for (i, c) in text.char_indices() {
-        if is_word(c) {
+        // a hyphen between word characters joins them ("Kim Jong-il", "Jean-Paul" are one word)
+        let joining_hyphen = c == '-'
+            && start.is_some()
+            && text[i + 1..]
+                .chars()
+                .next()
+                .is_some_and(char::is_alphanumeric);
+        if is_word(c) || joining_hyphen {
             if start.is_none() {
                 start = Some(i);
             }
@@ -266,35 +273,57 @@ const NOT_ENTITY: &[&str] = &[
     "yeah",
 ];
 
+/// Lower-case words that may join two capitalised runs into one name ("University of Vienna",
+/// "Church of the Holy Sepulchre", "Ludwig van Beethoven"); `the` only after another of them.
+const NAME_CONNECTORS: &[&str] = &[
+    "of", "de", "del", "della", "da", "du", "von", "van", "der", "den", "la", "le",
+];
+
 /// Entity mentions of a text in order of appearance: maximal runs of capitalised words, skipping
-/// common function words (so a capitalised sentence opener like "The" or "What" is not an entity).
+/// common function words (so a capitalised sentence opener like "The" or "What" is not an
+/// entity). A run continues over [`NAME_CONNECTORS`] (and `the` after one) when a capitalised
+/// word follows them directly.
 pub fn extract_entities(text: &str) -> Vec<String> {
     let toks = tokenize(text);
+    let ok = |t: &Token| {
+        t.capitalised && !NOT_ENTITY.contains(&t.lower.as_str()) && !t.lower.starts_with('#')
+    };
+    // only spaces between two tokens, and the second does not open a sentence
+    let adjacent = |a: &Token, b: &Token| {
+        text[a.end..b.start].chars().all(|c| c == ' ') && !b.sentence_initial
+    };
     let mut out = Vec::new();
-    let mut run: Option<(usize, usize)> = None;
-    let mut prev_end = 0usize;
-    for t in &toks {
-        let ok =
-            t.capitalised && !NOT_ENTITY.contains(&t.lower.as_str()) && !t.lower.starts_with('#');
-        let adjacent = text[prev_end..t.start].chars().all(|c| c == ' ') && !t.sentence_initial;
-        match (ok, run) {
-            (true, Some((s, _))) if adjacent => run = Some((s, t.end)),
-            (true, _) => {
-                if let Some((s, e)) = run.take() {
-                    out.push(text[s..e].to_string());
-                }
-                run = Some((t.start, t.end));
-            }
-            (false, _) => {
-                if let Some((s, e)) = run.take() {
-                    out.push(text[s..e].to_string());
-                }
-            }
+    let mut i = 0;
+    while i < toks.len() {
+        if !ok(&toks[i]) {
+            i += 1;
+            continue;
         }
-        prev_end = t.end;
-    }
-    if let Some((s, e)) = run {
-        out.push(text[s..e].to_string());
+        let (start, mut end, mut last) = (toks[i].start, toks[i].end, i);
+        let mut j = i + 1;
+        while j < toks.len() && adjacent(&toks[j - 1], &toks[j]) {
+            if ok(&toks[j]) {
+                end = toks[j].end;
+                last = j;
+                j += 1;
+                continue;
+            }
+            let is_connector = |k: usize| {
+                let w = toks[k].lower.as_str();
+                !toks[k].capitalised
+                    && (NAME_CONNECTORS.contains(&w)
+                        || (w == "the"
+                            && k > last + 1
+                            && NAME_CONNECTORS.contains(&toks[k - 1].lower.as_str())))
+            };
+            if is_connector(j) {
+                j += 1;
+                continue;
+            }
+            break;
+        }
+        out.push(text[start..end].to_string());
+        i = last + 1;
     }
     out
 }
@@ -577,6 +606,28 @@ mod tests {
                 vector: vec![],
             })
             .collect()
+    }
+
+    #[test]
+    fn names_with_connectors_are_one_entity() {
+        assert_eq!(
+            extract_entities("Try the University of Vienna or the Church of the Holy Sepulchre."),
+            vec!["University of Vienna", "Church of the Holy Sepulchre"]
+        );
+        // a connector not followed by a capitalised word ends the run before it
+        assert_eq!(
+            extract_entities("Ada Lovelace of course. Paris of the"),
+            vec!["Ada Lovelace", "Paris"]
+        );
+        assert_eq!(extract_entities("Ada and Charles"), vec!["Ada", "Charles"]);
+    }
+
+    #[test]
+    fn hyphenated_names_are_one_word() {
+        assert_eq!(
+            extract_entities("Kim Jong-il ruled after Kim Il-sung - then what?"),
+            vec!["Kim Jong-il", "Kim Il-sung"]
+        );
     }
 
     #[test]
