@@ -46,7 +46,7 @@ use serde::{Deserialize, Serialize};
 use crate::enrich::{self, EnrichConfig, KgIndex, KgStats, KnowledgeGraph};
 use crate::error::{Error, Result};
 use crate::lexical::{Bm25Index, Bm25Params, Bm25Parts, Tokenizer};
-use crate::model::{RawDataset, SubQuestion, Turn};
+use crate::model::{question_pieces, QuestionPiece, RawDataset, SubQuestion, Turn};
 use crate::parquet_io::{self as pq, Columns};
 use crate::simgraph::{SimGraph, SimGraphConfig, SIMGRAPH_FILES};
 use crate::tokens::heuristic_tokens;
@@ -382,33 +382,16 @@ pub fn subquery_texts(decomposition: &[SubQuestion]) -> Vec<String> {
     decomposition
         .iter()
         .map(|sq| {
-            let mut out = String::with_capacity(sq.question.len());
-            let mut chars = sq.question.char_indices().peekable();
-            while let Some((i, c)) = chars.next() {
-                if c == '#' {
-                    let start = i + 1;
-                    let mut end = start;
-                    while let Some(&(j, d)) = chars.peek() {
-                        if d.is_ascii_digit() {
-                            end = j + 1;
-                            chars.next();
-                        } else {
-                            break;
-                        }
-                    }
-                    let hop = sq.question[start..end].parse::<usize>().ok();
-                    match hop
+            question_pieces(&sq.question)
+                .into_iter()
+                .map(|p| match p {
+                    QuestionPiece::Text(t) => t,
+                    QuestionPiece::HopRef { raw, hop } => hop
                         .and_then(|k| k.checked_sub(1))
                         .and_then(|k| decomposition.get(k))
-                    {
-                        Some(h) => out.push_str(&h.answer),
-                        None => out.push_str(&sq.question[i..end]),
-                    }
-                } else {
-                    out.push(c);
-                }
-            }
-            out
+                        .map_or(raw, |h| h.answer.as_str()),
+                })
+                .collect()
         })
         .collect()
 }

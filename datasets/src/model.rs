@@ -42,6 +42,53 @@ pub struct SubQuestion {
     pub gold: Vec<String>,
 }
 
+/// A piece of a published sub-question: literal text, or a MuSiQue-style `#k` reference to the
+/// answer of hop `k` (1-based) as written. `#` followed by ASCII digits is one reference, so `#12`
+/// is hop 12, never hop 1 then `2`; a bare `#` (or digits too long for `usize`) has `hop: None`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QuestionPiece<'a> {
+    /// Text without references.
+    Text(&'a str),
+    /// A hop reference.
+    HopRef {
+        /// As written (`#2`).
+        raw: &'a str,
+        /// The hop number.
+        hop: Option<usize>,
+    },
+}
+
+/// Splits a sub-question into text and `#k` references, in order (the one parser of `#k` for
+/// the sub-query texts of the export and the derived dialogues).
+pub fn question_pieces(question: &str) -> Vec<QuestionPiece<'_>> {
+    let mut out = Vec::new();
+    let bytes = question.as_bytes();
+    let (mut i, mut text_start) = (0, 0);
+    while i < bytes.len() {
+        if bytes[i] != b'#' {
+            i += 1;
+            continue;
+        }
+        if text_start < i {
+            out.push(QuestionPiece::Text(&question[text_start..i]));
+        }
+        let mut end = i + 1;
+        while end < bytes.len() && bytes[end].is_ascii_digit() {
+            end += 1;
+        }
+        out.push(QuestionPiece::HopRef {
+            raw: &question[i..end],
+            hop: question[i + 1..end].parse().ok(),
+        });
+        i = end;
+        text_start = end;
+    }
+    if text_start < question.len() {
+        out.push(QuestionPiece::Text(&question[text_start..]));
+    }
+    out
+}
+
 /// One evaluation query.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Question {
@@ -84,4 +131,53 @@ pub struct RawDataset {
     pub passages: Vec<Passage>,
     /// The questions, in the dataset's order (kept: results are reported in this order).
     pub questions: Vec<Question>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn question_pieces_split_references() {
+        use QuestionPiece::*;
+        assert_eq!(
+            question_pieces("Who is #12's #1 and # or #x?"),
+            vec![
+                Text("Who is "),
+                HopRef {
+                    raw: "#12",
+                    hop: Some(12)
+                },
+                Text("'s "),
+                HopRef {
+                    raw: "#1",
+                    hop: Some(1)
+                },
+                Text(" and "),
+                HopRef {
+                    raw: "#",
+                    hop: None
+                },
+                Text(" or "),
+                HopRef {
+                    raw: "#",
+                    hop: None
+                },
+                Text("x?"),
+            ]
+        );
+        assert_eq!(question_pieces(""), vec![]);
+        assert_eq!(
+            question_pieces("#3"),
+            vec![HopRef {
+                raw: "#3",
+                hop: Some(3)
+            }]
+        );
+        assert_eq!(
+            question_pieces("é#2é").len(),
+            3,
+            "multi-byte text around a reference"
+        );
+    }
 }

@@ -48,6 +48,17 @@ pub enum Verdict {
 }
 
 impl Verdict {
+    /// The verdict of a compared cell with numbers.
+    fn of(identical: bool, within_floor: bool) -> Verdict {
+        if identical {
+            Verdict::Identical
+        } else if within_floor {
+            Verdict::WithinFloor
+        } else {
+            Verdict::Moved
+        }
+    }
+
     fn label(&self) -> &'static str {
         match self {
             Verdict::Identical => "identical",
@@ -265,27 +276,28 @@ fn compare_cell(
                     .filter_map(|(p, q)| Some(((*p)?, (*q)?)))
                     .unzip();
                 m.paired_n = pa.len();
-                if let Ok(ci) = stats::paired_bootstrap_ci(&pa, &pb, cfg.resamples, 0.95, cfg.seed)
-                {
-                    m.ci95 = Some([ci.lo, ci.hi]);
-                }
-                let diffs: Vec<f64> = pa.iter().zip(&pb).map(|(x, y)| y - x).collect();
-                if let Ok(ci) = stats::t_mean_ci(&diffs, 0.95) {
-                    m.ci95_t = Some([ci.lo, ci.hi]);
-                }
-                m.p = stats::randomization_test(&pa, &pb, cfg.permutations, cfg.seed).ok();
+                (m.ci95, m.ci95_t, m.p) = paired_stats(&pa, &pb, cfg);
             }
         }
         out.metrics.push(m);
     }
-    out.verdict = if identical {
-        Verdict::Identical
-    } else if within {
-        Verdict::WithinFloor
-    } else {
-        Verdict::Moved
-    };
+    out.verdict = Verdict::of(identical, within);
     Ok(out)
+}
+
+/// The paired statistics of per-query values `a` and `b`: bootstrap and t 95% CIs of the mean
+/// difference (B − A) and the randomization p-value (`None` where a sample is too small).
+type PairedStats = (Option<[f64; 2]>, Option<[f64; 2]>, Option<f64>);
+
+fn paired_stats(a: &[f64], b: &[f64], cfg: &StatsConfig) -> PairedStats {
+    let diffs: Vec<f64> = a.iter().zip(b).map(|(x, y)| y - x).collect();
+    (
+        stats::paired_bootstrap_ci(a, b, cfg.resamples, 0.95, cfg.seed)
+            .ok()
+            .map(|c| [c.lo, c.hi]),
+        stats::t_mean_ci(&diffs, 0.95).ok().map(|c| [c.lo, c.hi]),
+        stats::randomization_test(a, b, cfg.permutations, cfg.seed).ok(),
+    )
 }
 
 /// Compares two legs of one results directory on one dataset (same export and query set): the
@@ -385,29 +397,21 @@ pub fn compare_legs_by(
             let delta = ma.zip(mb).map(|(x, y)| y - x);
             identical &= ma == mb;
             within &= delta.is_none_or(|d| d.abs() <= floor + 1e-12);
-            let diffs: Vec<f64> = pa.iter().zip(&pb).map(|(x, y)| y - x).collect();
+            let (ci95, ci95_t, p) = paired_stats(&pa, &pb, cfg);
             cell.metrics.push(MetricDelta {
                 metric: name.clone(),
                 a: ma,
                 b: mb,
                 delta,
                 floor,
-                ci95: stats::paired_bootstrap_ci(&pa, &pb, cfg.resamples, 0.95, cfg.seed)
-                    .ok()
-                    .map(|c| [c.lo, c.hi]),
-                ci95_t: stats::t_mean_ci(&diffs, 0.95).ok().map(|c| [c.lo, c.hi]),
-                p: stats::randomization_test(&pa, &pb, cfg.permutations, cfg.seed).ok(),
+                ci95,
+                ci95_t,
+                p,
                 p_holm: None,
                 paired_n: pa.len(),
             });
         }
-        cell.verdict = if identical {
-            Verdict::Identical
-        } else if within {
-            Verdict::WithinFloor
-        } else {
-            Verdict::Moved
-        };
+        cell.verdict = Verdict::of(identical, within);
         cells.push(cell);
     }
     let ps: Vec<f64> = cells

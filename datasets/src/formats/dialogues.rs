@@ -48,7 +48,7 @@
 use std::collections::{BTreeMap, HashSet};
 
 use crate::error::{Error, Result};
-use crate::model::{Question, RawDataset, SubQuestion, Turn};
+use crate::model::{question_pieces, Question, QuestionPiece, RawDataset, SubQuestion, Turn};
 
 /// Version of the derivation rules. Raw files do not change when these rules do, so callers that
 /// key an export on its inputs (the harness) put this number in the key: bump it with any change
@@ -201,30 +201,20 @@ pub fn user_turn(decomposition: &[SubQuestion], k: usize) -> (String, Vec<Replac
     let q = &decomposition[k - 1].question;
     let mut out = String::with_capacity(q.len());
     let mut replaced = Vec::new();
-    let mut chars = q.char_indices().peekable();
-    while let Some((i, c)) = chars.next() {
-        if c != '#' {
-            out.push(c);
-            continue;
-        }
-        let start = i + 1;
-        let mut end = start;
-        while let Some(&(j, d)) = chars.peek() {
-            if d.is_ascii_digit() {
-                end = j + 1;
-                chars.next();
-            } else {
-                break;
+    for piece in question_pieces(q) {
+        let (raw, hop) = match piece {
+            QuestionPiece::Text(t) => {
+                out.push_str(t);
+                continue;
             }
-        }
-        let hop = q[start..end]
-            .parse::<usize>()
-            .ok()
+            QuestionPiece::HopRef { raw, hop } => (raw, hop),
+        };
+        let hop = hop
             .filter(|&j| j >= 1 && j < k)
             .map(|j| &decomposition[j - 1])
             .filter(|h| !h.answer.trim().is_empty());
         let Some(h) = hop else {
-            out.push_str(&q[i..end]);
+            out.push_str(raw);
             continue;
         };
         let expression = referring_expression(&h.question, &h.answer);
