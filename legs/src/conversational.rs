@@ -290,11 +290,13 @@ fn conversation_of(export: &Export, q: usize) -> Vec<Turn> {
     }
 }
 
-/// The earlier turns (all but the last) that a user spoke.
-fn earlier_user_turns(conv: &[Turn]) -> impl Iterator<Item = &Turn> {
+/// Indices of the earlier turns (all but the last) that a user spoke.
+fn earlier_user_turns(conv: &[Turn]) -> impl Iterator<Item = usize> + '_ {
     conv[..conv.len().saturating_sub(1)]
         .iter()
-        .filter(|t| t.speaker.eq_ignore_ascii_case("user"))
+        .enumerate()
+        .filter(|(_, t)| t.speaker.eq_ignore_ascii_case("user"))
+        .map(|(i, _)| i)
 }
 
 /// `conv_full_history`'s query text.
@@ -318,7 +320,7 @@ pub fn texts_to_embed(export: &Export, mode: &ConvMode) -> Vec<String> {
                 out.insert(history_text(&conv, *order));
             }
             ConvMode::Cdr { .. } => {
-                out.extend(earlier_user_turns(&conv).map(|t| t.text.clone()));
+                out.extend(earlier_user_turns(&conv).map(|i| conv[i].text.clone()));
             }
             ConvMode::MultiHorizon { .. } => {
                 out.extend(conv.iter().map(|t| t.text.clone()));
@@ -396,15 +398,33 @@ impl ConvLeg {
             .0
     }
 
-    /// What the session delivered before the current turn: the union of the hybrid's top
-    /// `delivered_k` for each earlier user turn.
-    fn delivered(&self, index: usize, conv: &[Turn], delivered_k: usize) -> BTreeSet<u32> {
-        let mut out = BTreeSet::new();
-        for t in earlier_user_turns(conv) {
-            let list = self.hybrid_of(index, &t.text, self.vector(&t.text));
-            out.extend(list.iter().take(delivered_k).map(|c| c.chunk));
+    /// The hybrid ranking of each listed turn of `conv`, computed once per turn.
+    fn turn_lists(
+        &self,
+        index: usize,
+        conv: &[Turn],
+        turns: impl IntoIterator<Item = usize>,
+    ) -> BTreeMap<usize, Vec<Candidate>> {
+        let mut out = BTreeMap::new();
+        for i in turns {
+            out.entry(i).or_insert_with(|| {
+                let text = &conv[i].text;
+                self.hybrid_of(index, text, self.vector(text))
+            });
         }
         out
+    }
+
+    /// What the session delivered before the current turn: the union of the hybrid's top
+    /// `delivered_k` for each earlier user turn (`lists` must hold those turns' rankings).
+    fn delivered(
+        conv: &[Turn],
+        lists: &BTreeMap<usize, Vec<Candidate>>,
+        delivered_k: usize,
+    ) -> BTreeSet<u32> {
+        earlier_user_turns(conv)
+            .flat_map(|i| lists[&i].iter().take(delivered_k).map(|c| c.chunk))
+            .collect()
     }
 
     /// CDR novelty of `chunk` against `delivered`: `1 - max cosine`, clamped to [0, 1]; 1 when
@@ -470,11 +490,13 @@ impl ConvLeg {
         }
         let live: Vec<_> = plan.tier_c.iter().filter(|w| w.weight > 0.0).collect();
         let total: f64 = live.iter().map(|w| f64::from(w.weight)).sum();
+        // one ranking per earlier turn, shared by Tier C and the delivered set
+        let novelty_on = blend.cdr_novelty != Novelty::Off;
+        let users = earlier_user_turns(conv).filter(|_| novelty_on);
+        let lists = self.turn_lists(q.index, conv, live.iter().map(|w| w.index).chain(users));
         for w in &live {
-            let text = &conv[w.index].text;
-            let list = self.hybrid_of(q.index, text, self.vector(text));
             let share = f64::from(blend.c) * f64::from(w.weight) / total;
-            for c in &list {
+            for c in &lists[&w.index] {
                 *scores.entry(c.chunk).or_default() += share * f64::from(c.score);
             }
         }
@@ -484,9 +506,10 @@ impl ConvLeg {
             .into_iter()
             .map(|(chunk, s)| Candidate::new(chunk, s as f32))
             .collect();
-        let delivered = match blend.cdr_novelty {
-            Novelty::Off => BTreeSet::new(),
-            _ => self.delivered(q.index, conv, delivered_k),
+        let delivered = if novelty_on {
+            Self::delivered(conv, &lists, delivered_k)
+        } else {
+            BTreeSet::new()
         };
         let (ranked, excluded) = self.with_novelty(scored, &delivered, blend.cdr_novelty, partial);
         let mut r = Retrieval {
@@ -572,7 +595,8 @@ impl Leg for ConvLeg {
             }
             ConvMode::Cdr { delivered_k } => {
                 let scored = self.hybrid_of(q.index, q.text, q.embedding);
-                let delivered = self.delivered(q.index, &conv, *delivered_k);
+                let lists = self.turn_lists(q.index, &conv, earlier_user_turns(&conv));
+                let delivered = Self::delivered(&conv, &lists, *delivered_k);
                 let (ranked, excluded) = self.with_novelty(scored, &delivered, Novelty::On, 0.0);
                 let mut r = Retrieval {
                     ranked,
