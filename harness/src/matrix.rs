@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use hopbench_datasets::export::Export;
-use hopbench_legs::{LegError, QueryInput};
+use hopbench_legs::{Leg, LegError, QueryInput};
 use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
 
@@ -86,11 +86,11 @@ pub fn run(campaign: &Campaign, s: &MatrixSettings) -> Result<Vec<(CellSummary, 
             )?;
         }
         for leg in &s.legs {
-            let cell = run_cell(campaign, s, &contract, &pool, dataset, leg, &state)
+            let (cell, built) = run_cell(campaign, s, &contract, &pool, dataset, leg, &state)
                 .with_context(|| format!("cell {dataset} x {leg}"))?;
             if let (DatasetState::Ready(export), Status::Ok) = (&state, cell.0.status) {
                 if !s.no_curves {
-                    run_curve(campaign, s, &pool, dataset, leg, export, &cell.0.key)
+                    run_curve(campaign, s, &pool, dataset, leg, export, &cell.0.key, built)
                         .with_context(|| format!("budget curve {dataset} x {leg}"))?;
                 }
             }
@@ -129,6 +129,10 @@ fn query_set_hash(export: &Export, idx: &[usize]) -> String {
     cache::key_of(&ident)
 }
 
+/// A cell's summary and outcome, plus the leg when this call built it (the budget curve reuses
+/// it rather than building the leg, and embedding its texts, a second time).
+type CellRun = ((CellSummary, CellOutcome), Option<Box<dyn Leg>>);
+
 #[allow(clippy::too_many_arguments)]
 fn run_cell(
     campaign: &Campaign,
@@ -138,7 +142,7 @@ fn run_cell(
     dataset: &str,
     leg_name: &str,
     state: &DatasetState,
-) -> Result<(CellSummary, CellOutcome)> {
+) -> Result<CellRun> {
     let spec = &campaign.legs[leg_name];
     let paths = CellPaths::new(&s.results, dataset, leg_name);
     let (export, idx) = match state {
@@ -170,7 +174,7 @@ fn run_cell(
                 inputs,
             );
             summary::write_summary(&paths.summary, &cell)?;
-            return Ok((cell, CellOutcome::Missing));
+            return Ok(((cell, CellOutcome::Missing), None));
         }
         DatasetState::Ready(e) => e.clone(),
     };
@@ -181,7 +185,7 @@ fn run_cell(
                 && (prev.status != Status::Ok || paths.records.exists())
                 && prev.status != Status::Error
             {
-                return Ok((prev, CellOutcome::Cached));
+                return Ok(((prev, CellOutcome::Cached), None));
             }
         }
     }
@@ -198,7 +202,7 @@ fn run_cell(
                 inputs,
             );
             summary::write_summary(&paths.summary, &cell)?;
-            return Ok((cell, CellOutcome::Missing));
+            return Ok(((cell, CellOutcome::Missing), None));
         }
         Err(e) => return Err(e.into()),
     };
@@ -256,7 +260,7 @@ fn run_cell(
             let cell =
                 CellSummary::without_numbers(dataset, leg_name, Status::Error, reason, key, inputs);
             summary::write_summary(&paths.summary, &cell)?;
-            return Ok((cell, CellOutcome::Computed));
+            return Ok(((cell, CellOutcome::Computed), None));
         }
     };
 
@@ -282,7 +286,7 @@ fn run_cell(
     summary::write_records(&paths.records, &names, &campaign.breakdown_labels, &results)?;
     // the summary goes last: a summary on disk means its records and run file are complete
     summary::write_summary(&paths.summary, &cell)?;
-    Ok((cell, CellOutcome::Computed))
+    Ok(((cell, CellOutcome::Computed), Some(leg)))
 }
 
 /// Rescue attribution, for legs whose retrieval reports a rescue stage (`rescued_len`): the gold
@@ -314,6 +318,7 @@ fn rescue_attribution(
 }
 
 /// The budget curve of a selecting leg (cached by its own key; no-op for other legs).
+#[allow(clippy::too_many_arguments)]
 fn run_curve(
     campaign: &Campaign,
     s: &MatrixSettings,
@@ -322,8 +327,12 @@ fn run_curve(
     leg_name: &str,
     export: &std::sync::Arc<Export>,
     cell_key: &str,
+    built: Option<Box<dyn Leg>>,
 ) -> Result<()> {
-    let leg = crate::leg_build::build(&campaign.legs[leg_name], leg_name, export, &s.data)??;
+    let leg = match built {
+        Some(l) => l,
+        None => crate::leg_build::build(&campaign.legs[leg_name], leg_name, export, &s.data)??,
+    };
     if leg.default_budget().is_none() {
         return Ok(());
     }
