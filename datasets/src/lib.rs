@@ -9,6 +9,7 @@
 //! Nothing here knows about legs or metrics.
 #![deny(missing_docs)]
 
+mod csr;
 pub mod embed;
 pub mod enrich;
 pub mod error;

@@ -3,7 +3,7 @@
 //! every column error names the file and the column.
 
 use std::fs::File;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use arrow_array::builder::{ListBuilder, StringBuilder, UInt32Builder};
@@ -85,6 +85,37 @@ pub fn opt_f64s(values: &[Option<f64>]) -> ArrayRef {
 /// A non-null f64 column.
 pub fn f64s(values: &[f64]) -> ArrayRef {
     Arc::new(Float64Array::from(values.to_vec()))
+}
+
+/// A parquet file read whole, kept with its path: the one way the export's readers open a file,
+/// so every column error names it. `Table::read(path)?.columns()` replaces the read-then-wrap
+/// pair each reader would otherwise repeat.
+#[derive(Debug)]
+pub struct Table {
+    path: PathBuf,
+    batch: RecordBatch,
+}
+
+impl Table {
+    /// Reads `path` ([`read`]).
+    pub fn read(path: impl Into<PathBuf>) -> Result<Table> {
+        let path = path.into();
+        let batch = read(&path)?;
+        Ok(Table { path, batch })
+    }
+
+    /// Its columns, for typed access.
+    pub fn columns(&self) -> Columns<'_> {
+        Columns {
+            path: &self.path,
+            batch: &self.batch,
+        }
+    }
+
+    /// The file it was read from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
 }
 
 /// A typed column accessor that names the file and column on every failure.

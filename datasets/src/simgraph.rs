@@ -22,9 +22,10 @@ use std::path::Path;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use crate::csr::Csr;
 use crate::enrich::louvain;
 use crate::error::{Error, Result};
-use crate::parquet_io::{self as pq, Columns};
+use crate::parquet_io as pq;
 
 /// The similarity graph's files in an export.
 pub const SIMGRAPH_FILES: [&str; 2] = ["simgraph-edges.parquet", "simgraph-communities.parquet"];
@@ -69,10 +70,8 @@ pub use crate::vector::dot;
 /// The similarity graph in CSR form, with its communities.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SimGraph {
-    /// `offsets[i]..offsets[i + 1]` is chunk `i`'s run in `adj`.
-    offsets: Vec<u32>,
-    /// `(neighbour, weight)`, each run sorted by ascending neighbour.
-    adj: Vec<(u32, f32)>,
+    /// Row `i`: chunk `i`'s `(neighbour, weight)`, sorted by ascending neighbour.
+    adj: Csr<(u32, f32)>,
     /// Community of each chunk (canonical Louvain labels).
     communities: Vec<u32>,
 }
@@ -94,28 +93,8 @@ impl SimGraph {
     /// From undirected edges `(a, b, w)` (`a < b < n`, unique pairs) and `n` community labels.
     pub fn from_parts(n: usize, edges: &[(u32, u32, f32)], communities: Vec<u32>) -> SimGraph {
         assert_eq!(communities.len(), n, "one community per chunk");
-        let mut deg = vec![0u32; n + 1];
-        for &(a, b, _) in edges {
-            deg[a as usize + 1] += 1;
-            deg[b as usize + 1] += 1;
-        }
-        for i in 0..n {
-            deg[i + 1] += deg[i];
-        }
-        let mut fill = deg.clone();
-        let mut adj = vec![(0u32, 0f32); deg[n] as usize];
-        for &(a, b, w) in edges {
-            for (u, v) in [(a, b), (b, a)] {
-                adj[fill[u as usize] as usize] = (v, w);
-                fill[u as usize] += 1;
-            }
-        }
-        for i in 0..n {
-            adj[deg[i] as usize..deg[i + 1] as usize].sort_by_key(|e| e.0);
-        }
         SimGraph {
-            offsets: deg,
-            adj,
+            adj: Csr::undirected(n, edges.iter().copied()),
             communities,
         }
     }
@@ -132,8 +111,7 @@ impl SimGraph {
 
     /// Chunk `chunk`'s neighbours `(chunk, cosine)`, ascending by chunk.
     pub fn neighbours(&self, chunk: u32) -> &[(u32, f32)] {
-        let i = chunk as usize;
-        &self.adj[self.offsets[i] as usize..self.offsets[i + 1] as usize]
+        self.adj.row(chunk as usize)
     }
 
     /// The weight of edge `a ~ b`, if there is one (binary search).
@@ -197,11 +175,8 @@ impl SimGraph {
     /// the file, the row and the column.
     pub fn read(dir: &Path, n: usize) -> Result<SimGraph> {
         let path = dir.join(SIMGRAPH_FILES[0]);
-        let batch = pq::read(&path)?;
-        let cols = Columns {
-            path: &path,
-            batch: &batch,
-        };
+        let table = pq::Table::read(&path)?;
+        let cols = table.columns();
         let (a, b, w) = (cols.u32s("a")?, cols.u32s("b")?, cols.f32s("weight")?);
         let mut edges = Vec::with_capacity(a.len());
         for row in 0..a.len() {
@@ -235,11 +210,8 @@ impl SimGraph {
             edges.push((a[row], b[row], w[row]));
         }
         let path = dir.join(SIMGRAPH_FILES[1]);
-        let batch = pq::read(&path)?;
-        let cols = Columns {
-            path: &path,
-            batch: &batch,
-        };
+        let table = pq::Table::read(&path)?;
+        let cols = table.columns();
         let (chunk, community) = (cols.u32s("chunk")?, cols.u32s("community")?);
         if chunk.len() != n {
             return Err(Error::field(

@@ -79,7 +79,7 @@ pub fn latency(
     let mut out = Vec::new();
     for name in legs {
         let spec = &campaign.legs[name];
-        if queries_from.is_some() && spec.conversation_mode().is_some() {
+        if queries_from.is_some() && spec.reads_conversation() {
             eprintln!("{dataset} x {name}: skipped (a conversation leg reads its own export's turns; --queries-from does not apply)");
             continue;
         }
@@ -246,12 +246,13 @@ pub fn assembly(
     repeat: usize,
     data: &DataSettings,
 ) -> Result<AssemblyLatency> {
+    use hopbench_legs::kinds::{conv_last_turn::ConvLastTurn, multi_horizon::MultiHorizon};
     use hopbench_legs::registry::LegSpec;
     let spec = campaign
         .legs
         .get(leg)
         .with_context(|| format!("no leg `{leg}` in the campaign"))?;
-    let LegSpec::MultiHorizon(cfg) = spec else {
+    let Some(cfg) = spec.config::<MultiHorizon>() else {
         bail!("leg `{leg}` is not of kind multi_horizon");
     };
     let build = |spec: &LegSpec, name: &str| -> Result<Box<dyn hopbench_legs::Leg>> {
@@ -259,10 +260,7 @@ pub fn assembly(
             .map_err(|e| anyhow::anyhow!("{dataset} x {name}: {e}"))
     };
     let mh = build(spec, leg)?;
-    let last = build(
-        &LegSpec::ConvLastTurn(serde_json::from_str("{}")?),
-        "conv_last_turn",
-    )?;
+    let last = build(&LegSpec::of(ConvLastTurn::default()), "conv_last_turn")?;
     let texts = spec.texts_to_embed(export);
     let vectors = crate::leg_build::vectors(export, &texts, data)?;
     let lookup = |t: &str| vectors.get(t).map(<[f32]>::to_vec).unwrap_or_default();
@@ -280,7 +278,7 @@ pub fn assembly(
             std::hint::black_box(hopbench_legs::conversation::assemble(
                 conv,
                 &lookup,
-                &cfg.conversation,
+                &cfg.assembler.conversation,
             ));
             let t1 = Instant::now();
             std::hint::black_box(mh.retrieve(&input));

@@ -12,17 +12,19 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::campaign::StatsConfig;
+use hopbench_legs::Note;
+
 use crate::evaluate::QueryResult;
 use crate::{metrics, stats};
 
 /// The annotation conversation legs report their classified intent under.
-pub const INTENT_ANNOTATION: &str = "CRP-Context-Turn-Intent";
+pub const INTENT_ANNOTATION: &str = Note::TurnIntent.name();
 /// Group key of the classified intent.
 pub const INTENT_KEY: &str = "intent";
 /// The label holding what a derived dialogue's referring expression stands for.
 pub const REFERENT_LABEL: &str = "referent";
 /// The annotation holding what a leg resolved the turn's references to (` | `-separated).
-pub const RESOLUTIONS_ANNOTATION: &str = "resolutions";
+pub const RESOLUTIONS_ANNOTATION: &str = Note::Resolutions.name();
 
 /// Metrics of one group.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -244,7 +246,7 @@ mod tests {
             tokens_at_10: 0,
             selected: 0,
             diagnostics: BTreeMap::new(),
-            rescued_gold: vec![],
+            rescued_gold: None,
             ranked: vec![],
             retrieve_ms: 0.0,
             select_ms: 0.0,

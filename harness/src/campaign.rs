@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use hopbench_datasets::export::PrepareConfig;
+use hopbench_datasets::formats::{self, Format};
 use hopbench_datasets::synthetic::SyntheticConfig;
 use hopbench_legs::registry::LegSpec;
 use serde::{Deserialize, Serialize};
@@ -18,28 +19,87 @@ use serde::{Deserialize, Serialize};
 /// The default campaign, compiled in from the repository root.
 pub const EMBEDDED: &str = include_str!("../../campaign.yaml");
 
-/// A raw dataset format (or a generated / pooled / derived dataset).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+/// A dataset's `format`: a raw format of the datasets crate's registry
+/// ([`formats::FORMATS`]), which reads the roles it declares under `files`, or one of the three
+/// formats that make a dataset from settings or from other datasets of this campaign and read
+/// no files of their own. Written and read as its name (`musique`, `pool`, ...).
+#[derive(Clone, Copy)]
 pub enum DatasetFormat {
-    /// The embedded generated multi-hop world (no files).
+    /// The embedded generated multi-hop world (no files; settings under `synthetic`).
     Synthetic,
-    /// MuSiQue: HippoRAG list + corpus, or the release jsonl.
-    Musique,
-    /// HotpotQA: HippoRAG list + corpus object, or the release list/jsonl.
-    Hotpotqa,
-    /// 2WikiMultihopQA v1.1.
-    Twowiki,
-    /// MTRAG-UN conversations + BEIR qrels.
-    Mtrag,
-    /// BEIR: corpus.jsonl, queries.jsonl, qrels/<split>.tsv.
-    Beir,
     /// The union of other datasets of this campaign (`pool: [a, b]`).
     Pool,
     /// A derived conversational dataset: another dataset's decompositions as scripted
     /// dialogues, one user turn per hop (`derive_from: a`; see
     /// `hopbench_datasets::formats::dialogues`).
     Dialogues,
+    /// A raw format: reads the dataset's `files`.
+    Raw(&'static dyn Format),
+}
+
+impl DatasetFormat {
+    /// Every format, in the order messages list them.
+    pub fn all() -> impl Iterator<Item = DatasetFormat> {
+        [DatasetFormat::Synthetic]
+            .into_iter()
+            .chain(formats::FORMATS.iter().map(|&f| DatasetFormat::Raw(f)))
+            .chain([DatasetFormat::Pool, DatasetFormat::Dialogues])
+    }
+
+    /// Its name in campaign files. It is also the export manifest's `format`, hashed into the
+    /// export's input key: these strings must never change.
+    pub fn name(self) -> &'static str {
+        match self {
+            DatasetFormat::Synthetic => "synthetic",
+            DatasetFormat::Pool => "pool",
+            DatasetFormat::Dialogues => "dialogues",
+            DatasetFormat::Raw(f) => f.name(),
+        }
+    }
+
+    /// The format named `name`.
+    pub fn from_name(name: &str) -> Option<DatasetFormat> {
+        DatasetFormat::all().find(|f| f.name() == name)
+    }
+}
+
+/// Formats are equal when their names are: a name denotes exactly one format.
+impl PartialEq for DatasetFormat {
+    fn eq(&self, other: &Self) -> bool {
+        self.name() == other.name()
+    }
+}
+impl Eq for DatasetFormat {}
+
+/// The name, as in campaign files.
+impl std::fmt::Debug for DatasetFormat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+impl std::fmt::Display for DatasetFormat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl Serialize for DatasetFormat {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+impl<'de> Deserialize<'de> for DatasetFormat {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let name = String::deserialize(d)?;
+        DatasetFormat::from_name(&name).ok_or_else(|| {
+            let names: Vec<_> = DatasetFormat::all().map(DatasetFormat::name).collect();
+            serde::de::Error::custom(format!(
+                "unknown format `{name}`, expected one of {}",
+                names.join(", ")
+            ))
+        })
+    }
 }
 
 /// How the context header of a chunk is made.
@@ -61,7 +121,8 @@ pub struct DatasetSpec {
     /// Raw format.
     pub format: DatasetFormat,
     /// Raw files by role (`questions`, `corpus`, `reference`, `qrels`, ...), relative to the data
-    /// directory. Which roles a format takes is listed in the README.
+    /// directory. Each raw format declares the roles it takes; they are checked when the
+    /// campaign loads.
     #[serde(default)]
     pub files: BTreeMap<String, FileList>,
     /// Generator settings (`format: synthetic` only).
@@ -167,6 +228,13 @@ pub struct Campaign {
     /// besides the intent conversation legs classify.
     #[serde(default = "default_breakdown_labels")]
     pub breakdown_labels: Vec<String>,
+    /// Raw data directory (relative to the working directory); `HOPBENCH_DATA` and
+    /// `--data-dir` override it. Absent: only the generated datasets have data.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_dir: Option<String>,
+    /// `run-matrix` options pinned by the campaign; each flag overrides its key.
+    #[serde(default)]
+    pub run: RunSection,
     /// Datasets by name, in file order of a `BTreeMap` (sorted by name).
     pub datasets: BTreeMap<String, DatasetSpec>,
     /// Legs by name.
@@ -263,13 +331,12 @@ impl Campaign {
                         bail!("datasets.{name}: field `files`: a dialogues dataset reads the files of its `derive_from` dataset, not its own");
                     }
                 }
-                f if f != DatasetFormat::Synthetic
-                    && f != DatasetFormat::Pool
-                    && d.files.is_empty() =>
-                {
-                    bail!("datasets.{name}: field `files`: a {f:?} dataset needs its raw files")
+                DatasetFormat::Raw(f) => {
+                    let given = d.files.iter().map(|(r, l)| (r.as_str(), l.paths().len()));
+                    formats::check_roles(f, given)
+                        .map_err(|e| anyhow::anyhow!("datasets.{name}: {e}"))?;
                 }
-                _ => {}
+                DatasetFormat::Synthetic => {}
             }
             if d.synthetic.is_some() && d.format != DatasetFormat::Synthetic {
                 bail!("datasets.{name}: field `synthetic`: only for format synthetic");
@@ -324,6 +391,34 @@ pub fn select<'a>(
         bail!("no {what} selected");
     }
     Ok(out)
+}
+
+/// `run-matrix` options a campaign may pin (`run:`); a flag overrides its key. Absent keys take
+/// the flags' defaults (every dataset with data, every leg, no limit, progress bars, curves).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunSection {
+    /// Datasets to run (`--datasets`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub datasets: Option<Vec<String>>,
+    /// Legs to run (`--legs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub legs: Option<Vec<String>>,
+    /// Evaluate only the first N queries of each dataset (`--limit`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<usize>,
+    /// The pinned thread count (`--threads`; `RAYON_NUM_THREADS` also overrides it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threads: Option<usize>,
+    /// Recompute cells whose key matches (`--force`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub force: Option<bool>,
+    /// Progress bars (`--quiet` turns them off).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progress: Option<bool>,
+    /// Budget curves for selecting legs (`--no-curves` turns them off).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub curves: Option<bool>,
 }
 
 #[cfg(test)]
@@ -439,6 +534,86 @@ mod tests {
         assert!(
             json.contains(r#""derive_from":"musique-train100""#),
             "{json}"
+        );
+    }
+
+    #[test]
+    fn file_roles_are_checked_when_the_campaign_loads() {
+        let cases = [
+            (
+                "m: {format: musique, files: {questions: q.json, corpuz: c.json}}",
+                "datasets.m: files.corpuz: unknown role (format musique takes: questions, corpus (optional))",
+            ),
+            (
+                "m: {format: musique, files: {corpus: c.json}}",
+                "datasets.m: files.questions: required by format musique",
+            ),
+            (
+                "m: {format: hotpotqa}",
+                "datasets.m: files.questions: required by format hotpotqa",
+            ),
+            (
+                "b: {format: beir, files: {corpus: c.jsonl, queries: q.jsonl}}",
+                "datasets.b: files.qrels: required by format beir",
+            ),
+            (
+                "b: {format: beir, files: {corpus: c.jsonl, queries: q.jsonl, qrels: [a.tsv, b.tsv]}}",
+                "datasets.b: files.qrels: give exactly one file (found 2)",
+            ),
+            (
+                "t: {format: mtrag, files: {reference: r.jsonl, qrels: []}}",
+                "datasets.t: files.qrels: give at least one file",
+            ),
+            (
+                "t: {format: mtrag, files: {qrels: [a.tsv]}}",
+                "datasets.t: files.reference: required by format mtrag",
+            ),
+        ];
+        for (entry, want) in cases {
+            let e = parse_err(&format!("datasets:\n  {entry}\nlegs: {{}}\n"));
+            assert!(e.contains("c.yaml") && e.contains(want), "{entry}: {e}");
+        }
+        // every shape the formats accept
+        let ok = "datasets:
+  m: {format: musique, files: {questions: q.json}}
+  t: {format: twowiki, files: {questions: q.json, corpus: c.json}}
+  r: {format: mtrag, files: {reference: r.jsonl, qrels: a.tsv}}
+  s: {format: mtrag, files: {reference: r.jsonl, qrels: [a.tsv, b.tsv]}}
+  b: {format: beir, files: {corpus: c.jsonl, queries: q.jsonl, qrels: t.tsv}}
+legs: {}
+";
+        Campaign::parse(ok, "c.yaml").unwrap();
+    }
+
+    #[test]
+    fn formats_are_written_and_read_by_name() {
+        let names: Vec<_> = DatasetFormat::all().map(DatasetFormat::name).collect();
+        // these strings are hashed into export keys (the manifest's `format`)
+        assert_eq!(
+            names,
+            [
+                "synthetic",
+                "musique",
+                "hotpotqa",
+                "twowiki",
+                "mtrag",
+                "beir",
+                "pool",
+                "dialogues"
+            ]
+        );
+        for f in DatasetFormat::all() {
+            let json = serde_json::to_string(&f).unwrap();
+            assert_eq!(json, format!("\"{}\"", f.name()));
+            assert_eq!(serde_json::from_str::<DatasetFormat>(&json).unwrap(), f);
+            assert_eq!(DatasetFormat::from_name(f.name()), Some(f));
+            assert_eq!(format!("{f:?}"), f.name());
+            assert_eq!(f.to_string(), f.name());
+        }
+        let e = parse_err("datasets: {x: {format: hotpot}}\nlegs: {}\n");
+        assert!(
+            e.contains("unknown format `hotpot`") && e.contains("hotpotqa, twowiki"),
+            "{e}"
         );
     }
 

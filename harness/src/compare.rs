@@ -437,16 +437,18 @@ pub fn compare_legs_by(
 /// The comparison as a text table (one line per cell, then the metrics that moved).
 pub fn table(c: &Comparison) -> String {
     let mut out = String::new();
+    let headline = crate::metrics::headline();
+    let (name, label) = (headline.name(), headline.label());
     let _ = writeln!(out, "A = {}\nB = {}\n", c.a, c.b);
     let _ = writeln!(
         out,
-        "| dataset | leg | verdict | queries | R@10 A | R@10 B | Δ [95% CI] | p (Holm) |"
+        "| dataset | leg | verdict | queries | {label} A | {label} B | Δ [95% CI] | p (Holm) |"
     );
     let _ = writeln!(out, "|---|---|---|---:|---:|---:|---|---:|");
     for cell in &c.cells {
-        let r10 = cell.metrics.iter().find(|m| m.metric == "recall@10");
+        let lead = cell.metrics.iter().find(|m| m.metric == name);
         let f = |v: Option<f64>| v.map_or("—".to_string(), |v| format!("{v:.4}"));
-        let (a, b, d, p) = match r10 {
+        let (a, b, d, p) = match lead {
             Some(m) => (
                 f(m.a),
                 f(m.b),

@@ -73,10 +73,16 @@ pub enum ThreadSource {
     Flag,
     /// The `RAYON_NUM_THREADS` environment variable.
     Env,
+    /// The campaign's `run: {threads: N}` (what `--show-settings` prints).
+    Campaign,
 }
 
-/// Resolves the pinned thread count, or explains why the run is refused.
-pub fn pinned_threads(flag: Option<usize>) -> Result<(usize, ThreadSource), String> {
+/// Resolves the pinned thread count (`--threads`, else `RAYON_NUM_THREADS`, else the
+/// campaign's `run.threads`), or explains why the run is refused.
+pub fn pinned_threads(
+    flag: Option<usize>,
+    campaign: Option<usize>,
+) -> Result<(usize, ThreadSource), String> {
     if let Some(n) = flag {
         if n == 0 {
             return Err("--threads must be at least 1".into());
@@ -88,14 +94,19 @@ pub fn pinned_threads(flag: Option<usize>) -> Result<(usize, ThreadSource), Stri
             Ok(n) if n > 0 => Ok((n, ThreadSource::Env)),
             _ => Err(format!("RAYON_NUM_THREADS={v:?} is not a positive integer")),
         },
-        Err(_) => Err(REFUSAL.into()),
+        Err(_) => match campaign {
+            Some(0) => Err("campaign field `run.threads` must be at least 1".into()),
+            Some(n) => Ok((n, ThreadSource::Campaign)),
+            None => Err(REFUSAL.into()),
+        },
     }
 }
 
 /// The message a run without a pinned thread count is refused with.
-pub const REFUSAL: &str = "refusing to run: pin the thread count with --threads N or \
-RAYON_NUM_THREADS=N. Rankings here do not depend on it (one query per thread, fixed summation \
-order), but latency does, and a summary must say what it was measured with.";
+pub const REFUSAL: &str = "refusing to run: pin the thread count with --threads N, \
+RAYON_NUM_THREADS=N or the campaign's `run: {threads: N}`. Rankings here do not depend on it \
+(one query per thread, fixed summation order), but latency does, and a summary must say what it \
+was measured with.";
 
 #[cfg(test)]
 mod tests {
@@ -103,8 +114,11 @@ mod tests {
 
     #[test]
     fn flag_wins_and_zero_is_refused() {
-        assert_eq!(pinned_threads(Some(2)).unwrap(), (2, ThreadSource::Flag));
-        assert!(pinned_threads(Some(0)).is_err());
+        assert_eq!(
+            pinned_threads(Some(2), Some(3)).unwrap(),
+            (2, ThreadSource::Flag)
+        );
+        assert!(pinned_threads(Some(0), Some(3)).is_err());
     }
 
     #[test]

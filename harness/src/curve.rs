@@ -3,8 +3,9 @@
 //! the budget and nothing else (the seed's §5.10).
 //!
 //! `results/curves/<dataset>/<leg>.curve.json` holds per budget the means (with bootstrap CIs)
-//! of recall@10, nDCG@10, doc_recall@10, chain_coverage@10 and full_chain_hit@10, the mean tokens
-//! spent, and the latency of retrieve + that budget's select. `<leg>.curve.parquet` beside it
+//! of the curve metrics ([`metrics::curve_metrics`]: recall@10, nDCG@10, doc_recall@10,
+//! chain_coverage@10 and full_chain_hit@10), the mean tokens spent, and the latency of
+//! retrieve + that budget's select. `<leg>.curve.parquet` beside it
 //! keeps one row per (query, budget) for paired comparisons. Curves are cached like cells: the
 //! key is the cell key plus the budget list.
 
@@ -19,23 +20,21 @@ use hopbench_legs::{Leg, QueryInput};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use crate::campaign::Campaign;
 use crate::evaluate;
 use crate::fsx;
 use crate::metrics;
+use crate::settings::MatrixSettings;
 use crate::stats;
 use crate::summary::{Dist, MetricColumns};
 
 /// Version of the curve schema.
 pub const CURVE_SCHEMA_VERSION: u32 = 1;
 
-/// The metrics a curve reports at every budget.
-pub const CURVE_METRICS: [&str; 5] = [
-    "recall@10",
-    "ndcg@10",
-    "doc_recall@10",
-    "chain_coverage@10",
-    "full_chain_hit@10",
-];
+/// Names of the metrics a curve reports at every budget, in column order.
+pub fn metric_names() -> Vec<String> {
+    metrics::curve_metrics().iter().map(|m| m.name()).collect()
+}
 
 /// One budget of a curve.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -126,35 +125,53 @@ struct Row {
     latency_ms: f64,
 }
 
-/// Computes (or reuses) the curve of `leg` on `export` over queries `idx`.
-#[allow(clippy::too_many_arguments)]
+/// The cell a curve is drawn for: a built selecting leg and the evaluated queries of one
+/// dataset.
+pub struct CurveCell<'a> {
+    /// Dataset name.
+    pub dataset: &'a str,
+    /// Leg name.
+    pub leg_name: &'a str,
+    /// The leg, built once for its cell.
+    pub leg: &'a dyn Leg,
+    /// The dataset's export.
+    pub export: &'a Export,
+    /// Indices of the evaluated queries.
+    pub idx: &'a [usize],
+    /// The cell's key: a curve is reused only for the same cell and budgets.
+    pub cell_key: &'a str,
+}
+
+/// Computes (or reuses) the curve of `cell` over the campaign's budgets; `true` when computed.
 pub fn run(
-    results: &Path,
-    dataset: &str,
-    leg_name: &str,
-    leg: &dyn Leg,
-    export: &Export,
-    idx: &[usize],
-    budgets: &[u64],
-    cell_key: &str,
-    stats_cfg: &crate::campaign::StatsConfig,
-    threads: usize,
+    campaign: &Campaign,
+    s: &MatrixSettings,
     pool: &rayon::ThreadPool,
-    force: bool,
+    cell: &CurveCell<'_>,
 ) -> Result<(Curve, bool)> {
-    let mut budgets = budgets.to_vec();
+    let CurveCell {
+        dataset,
+        leg_name,
+        leg,
+        export,
+        idx,
+        cell_key,
+    } = *cell;
+    let stats_cfg = &campaign.stats;
+    let mut budgets = campaign.budgets.clone();
     budgets.sort_unstable();
     budgets.dedup();
     let key = crate::cache::key_of(&(cell_key, &budgets));
-    let (json_path, parquet_path) = paths(results, dataset, leg_name);
-    if !force {
+    let (json_path, parquet_path) = paths(&s.results, dataset, leg_name);
+    if !s.force {
         if let Ok(prev) = read(&json_path) {
             if prev.key == key && parquet_path.exists() {
                 return Ok((prev, false));
             }
         }
     }
-    let names: Vec<String> = CURVE_METRICS.iter().map(|s| s.to_string()).collect();
+    let which = metrics::curve_metrics();
+    let names = metric_names();
     let started = Instant::now();
     let rows: Vec<Result<Vec<Row>, String>> = pool.install(|| {
         idx.par_iter()
@@ -171,12 +188,8 @@ pub fn run(
                             format!("query {}, budget {b}: {e}", export.queries[q].id)
                         })?;
                         let select_ms = t.elapsed().as_secs_f64() * 1e3;
-                        let all = evaluate::evaluate(export, &export.queries[q], &sel, &[10]);
                         Ok(Row {
-                            metrics: names
-                                .iter()
-                                .map(|n| (n.clone(), all.get(n).copied().flatten()))
-                                .collect(),
+                            metrics: evaluate::score(export, &export.queries[q], &sel, &which),
                             tokens: sel.tokens,
                             selected: sel.chunks.len(),
                             latency_ms: retrieve_ms + select_ms,
@@ -227,7 +240,7 @@ pub fn run(
         queries: idx.len(),
         points,
         timing: Some(CurveTiming {
-            threads,
+            threads: s.threads,
             wall_ms,
             points: timings,
         }),
@@ -289,12 +302,12 @@ pub fn read_rows(path: &Path) -> Result<(Vec<String>, BTreeMap<u64, MetricColumn
         .map(|i| qid[i].clone())
         .collect();
     let mut per: BTreeMap<u64, MetricColumns> = BTreeMap::new();
-    for n in CURVE_METRICS {
-        let v = cols.opt_f64s(n)?;
+    for n in metric_names() {
+        let v = cols.opt_f64s(&n)?;
         for i in 0..qid.len() {
             per.entry(budget[i])
                 .or_default()
-                .entry(n.to_string())
+                .entry(n.clone())
                 .or_default()
                 .push(v[i]);
         }

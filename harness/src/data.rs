@@ -13,10 +13,11 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use hopbench_datasets::embed::{self, Embedder, EmbeddingCache};
 use hopbench_datasets::export::{self, EmbedFn, Export, PrepareConfig, Prepared, Source};
-use hopbench_datasets::{formats, synthetic, RawDataset};
+use hopbench_datasets::formats::{self, Files};
+use hopbench_datasets::{synthetic, RawDataset};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::campaign::{Campaign, DatasetFormat, DatasetSpec, HeaderMode};
@@ -51,7 +52,7 @@ pub fn needs_files(campaign: &Campaign, name: &str) -> bool {
         DatasetFormat::Synthetic => false,
         DatasetFormat::Pool => spec.pool.iter().any(|m| needs_files(campaign, m)),
         DatasetFormat::Dialogues => needs_files(campaign, derive_from(spec)),
-        _ => true,
+        DatasetFormat::Raw(_) => true,
     }
 }
 
@@ -114,43 +115,7 @@ pub fn availability(campaign: &Campaign, name: &str, data_dir: Option<&Path>) ->
     "available".into()
 }
 
-fn one(files: &BTreeMap<String, Vec<PathBuf>>, role: &str, dataset: &str) -> Result<PathBuf> {
-    match files.get(role).map(Vec::as_slice) {
-        Some([p]) => Ok(p.clone()),
-        Some(_) => bail!("datasets.{dataset}: files.{role}: give exactly one file"),
-        None => bail!("datasets.{dataset}: files.{role}: required for this format"),
-    }
-}
-
-fn opt(
-    files: &BTreeMap<String, Vec<PathBuf>>,
-    role: &str,
-    dataset: &str,
-) -> Result<Option<PathBuf>> {
-    if files.contains_key(role) {
-        one(files, role, dataset).map(Some)
-    } else {
-        Ok(None)
-    }
-}
-
-fn check_roles(
-    files: &BTreeMap<String, Vec<PathBuf>>,
-    allowed: &[&str],
-    dataset: &str,
-) -> Result<()> {
-    for role in files.keys() {
-        if !allowed.contains(&role.as_str()) {
-            bail!(
-                "datasets.{dataset}: files.{role}: unknown role (this format takes: {})",
-                allowed.join(", ")
-            );
-        }
-    }
-    Ok(())
-}
-
-/// Reads one non-pool dataset's raw files.
+/// Reads one dataset that is neither a pool nor a dialogues dataset, from its resolved files.
 fn read_raw(
     name: &str,
     spec: &DatasetSpec,
@@ -160,53 +125,28 @@ fn read_raw(
         DatasetFormat::Synthetic => {
             synthetic::generate(&spec.synthetic.clone().unwrap_or_default())
         }
-        DatasetFormat::Musique => {
-            check_roles(files, &["questions", "corpus"], name)?;
-            formats::musique::read(
-                &one(files, "questions", name)?,
-                opt(files, "corpus", name)?.as_deref(),
-            )?
-        }
-        DatasetFormat::Hotpotqa => {
-            check_roles(files, &["questions", "corpus"], name)?;
-            formats::hotpotqa::read(
-                &one(files, "questions", name)?,
-                opt(files, "corpus", name)?.as_deref(),
-            )?
-        }
-        DatasetFormat::Twowiki => {
-            check_roles(files, &["questions", "corpus"], name)?;
-            formats::twowiki::read(
-                &one(files, "questions", name)?,
-                opt(files, "corpus", name)?.as_deref(),
-            )?
-        }
-        DatasetFormat::Mtrag => {
-            check_roles(files, &["reference", "qrels"], name)?;
-            let qrels = files.get("qrels").cloned().unwrap_or_default();
-            if qrels.is_empty() {
-                bail!("datasets.{name}: files.qrels: required for this format");
-            }
-            formats::mtrag::read(&one(files, "reference", name)?, &qrels)?
-        }
-        DatasetFormat::Beir => {
-            check_roles(files, &["corpus", "queries", "qrels"], name)?;
-            formats::beir::read(
-                &one(files, "corpus", name)?,
-                &one(files, "queries", name)?,
-                &one(files, "qrels", name)?,
-            )?
+        DatasetFormat::Raw(format) => {
+            // the campaign checked the roles when it loaded; this only makes the typed `Files`
+            let files = Files::new(format, files.clone())
+                .map_err(|e| anyhow::anyhow!("datasets.{name}: {e}"))?;
+            format.read(&files)?
         }
         DatasetFormat::Pool | DatasetFormat::Dialogues => {
             unreachable!("pools and dialogues are read member by member")
         }
     };
+    apply_header_policy(spec, &mut raw);
+    Ok(raw)
+}
+
+/// `context_header: title` gives every passage its title as header; the default keeps what
+/// the format gives.
+fn apply_header_policy(spec: &DatasetSpec, raw: &mut RawDataset) {
     if spec.context_header == HeaderMode::Title {
         for p in &mut raw.passages {
             p.header = Some(p.title.clone());
         }
     }
-    Ok(raw)
 }
 
 fn read_members(
@@ -221,11 +161,7 @@ fn read_members(
         let raw = read_members(campaign, source, members, member_files)?;
         let mut derived = formats::dialogues::derive(raw, source)
             .with_context(|| format!("datasets.{name}: deriving dialogues from `{source}`"))?;
-        if spec.context_header == HeaderMode::Title {
-            for p in &mut derived.passages {
-                p.header = Some(p.title.clone());
-            }
-        }
+        apply_header_policy(spec, &mut derived);
         return Ok(derived);
     }
     if spec.format != DatasetFormat::Pool {
@@ -236,11 +172,7 @@ fn read_members(
         parts.push((m.clone(), read_raw(m, &campaign.datasets[m], f)?));
     }
     let mut pooled = formats::pool(parts);
-    if spec.context_header == HeaderMode::Title {
-        for p in &mut pooled.passages {
-            p.header = Some(p.title.clone());
-        }
-    }
+    apply_header_policy(spec, &mut pooled);
     Ok(pooled)
 }
 
@@ -283,6 +215,32 @@ fn extra_identity(campaign: &Campaign, spec: &DatasetSpec, members: &[String]) -
     .expect("spec serialises")
 }
 
+/// What the export of `name` is made from: its name, its format's name, every raw file it reads
+/// (the members', in member then role order) and [`extra_identity`]. All of it is hashed into
+/// the export's input key, so each piece is a stable serialisation: names as written in the
+/// campaign, the spec as JSON.
+fn source(
+    campaign: &Campaign,
+    name: &str,
+    members: &[String],
+    member_files: &[BTreeMap<String, Vec<PathBuf>>],
+) -> Source {
+    let spec = &campaign.datasets[name];
+    Source {
+        name: name.to_string(),
+        format: spec.format.name().to_string(),
+        files: member_files
+            .iter()
+            .flat_map(|f| f.values().flatten().cloned())
+            .collect(),
+        // everything about the dataset that is not a file: generator settings, header policy,
+        // pool membership and the members' own settings; for dialogues also the source's
+        // settings and the derivation's version (its own spec, with `format: dialogues` and
+        // `derive_from`, already keeps its key apart from the source's)
+        extra: extra_identity(campaign, spec, members),
+    }
+}
+
 /// Prepares (or reuses) and loads dataset `name`.
 pub fn open(
     campaign: &Campaign,
@@ -290,25 +248,11 @@ pub fn open(
     s: &DataSettings,
     progress: bool,
 ) -> Result<DatasetState> {
-    let spec = &campaign.datasets[name];
     let (members, member_files) = match members_of(campaign, name, s) {
         Ok(x) => x,
         Err(reason) => return Ok(DatasetState::Missing(reason)),
     };
-    let files: Vec<PathBuf> = member_files
-        .iter()
-        .flat_map(|f| f.values().flatten().cloned())
-        .collect();
-    let source = Source {
-        name: name.to_string(),
-        format: format!("{:?}", spec.format).to_lowercase(),
-        files,
-        // everything about the dataset that is not a file: generator settings, header policy,
-        // pool membership and the members' own settings; for dialogues also the source's
-        // settings and the derivation's version (its own spec, with `format: dialogues` and
-        // `derive_from`, already keeps its key apart from the source's)
-        extra: extra_identity(campaign, spec, &members),
-    };
+    let source = source(campaign, name, &members, &member_files);
     let read_all = || read_members(campaign, name, &members, &member_files);
 
     let model_id = embed::model_id_of(&s.model_dir).with_context(|| {
@@ -468,6 +412,43 @@ legs: {}
             .questions
             .iter()
             .all(|q| q.labels["derived"] == "s-decomposition" && q.conversation.is_some()));
+    }
+
+    #[test]
+    fn the_export_identity_is_pinned() {
+        // these bytes are hashed into the exports' input keys: a change here re-prepares every
+        // export of that kind, so it must be deliberate
+        let c = campaign();
+        let dir = tempfile::tempdir().unwrap();
+        for f in ["m/q.json", "m/c.json", "h/q.json"] {
+            std::fs::create_dir_all(dir.path().join(f).parent().unwrap()).unwrap();
+            std::fs::write(dir.path().join(f), "[]").unwrap();
+        }
+        let s = settings(Some(dir.path().to_path_buf()));
+        let source_of = |name: &str| {
+            let (members, files) = members_of(&c, name, &s).unwrap();
+            source(&c, name, &members, &files)
+        };
+        let m = source_of("m");
+        assert_eq!(m.format, "musique");
+        assert_eq!(
+            m.files,
+            [dir.path().join("m/c.json"), dir.path().join("m/q.json")]
+        );
+        let spec = r#"{"format":"musique","files":{"corpus":"m/c.json","questions":"m/q.json"},"synthetic":null,"pool":[],"context_header":"as_published","note":null}"#;
+        assert_eq!(m.extra, format!("[{spec},[{spec}]]"));
+        let sd = source_of("sd");
+        assert_eq!(sd.format, "dialogues");
+        let synthetic = r#"{"format":"synthetic","files":{},"synthetic":null,"pool":[],"context_header":"as_published","note":null}"#;
+        assert_eq!(
+            sd.extra,
+            format!(
+                r#"[{{"format":"dialogues","files":{{}},"synthetic":null,"pool":[],"derive_from":"s","context_header":"as_published","note":null}},[{synthetic}],{synthetic},["dialogues",{}]]"#,
+                formats::dialogues::VERSION
+            )
+        );
+        assert_eq!(source_of("p").format, "pool");
+        assert_eq!(source_of("s").format, "synthetic");
     }
 
     #[test]

@@ -10,24 +10,16 @@ use hopbench_legs::Selection;
 
 use crate::metrics;
 
-/// The cut-off of nDCG, MRR, chain metrics and `tokens@10`.
+/// The cut-off of `tokens@10`: the prefix the @10 metrics read.
 pub const CUT: usize = 10;
 
-/// Names of the quality metrics, in report order, for a given recall k list.
+/// Names of the quality metrics, in report order, for a given recall k list (the summary's
+/// keys and the records' columns; [`evaluate`] fills exactly these).
 pub fn metric_names(recall_k: &[usize]) -> Vec<String> {
-    let mut names: Vec<String> = recall_k.iter().map(|k| format!("recall@{k}")).collect();
-    names.extend(
-        [
-            "ndcg@10",
-            "mrr@10",
-            "doc_recall@5",
-            "doc_recall@10",
-            "chain_coverage@10",
-            "full_chain_hit@10",
-        ]
-        .map(String::from),
-    );
-    names
+    metrics::measured(recall_k)
+        .iter()
+        .map(|m| m.name())
+        .collect()
 }
 
 /// One query's evaluated result.
@@ -45,8 +37,9 @@ pub struct QueryResult {
     pub selected: usize,
     /// Leg diagnostics (plus the harness's rescue attribution counts).
     pub diagnostics: BTreeMap<String, f64>,
-    /// Record ids of the gold chunks only the rescue lanes reached (rescue legs only).
-    pub rescued_gold: Vec<String>,
+    /// Record ids of the gold chunks only the rescue lanes reached (`None`: the leg has no
+    /// rescue stage).
+    pub rescued_gold: Option<Vec<String>>,
     /// The first `keep` selected chunk indices (for run files).
     pub ranked: Vec<u32>,
     /// Wall time of `retrieve` (ms).
@@ -59,46 +52,33 @@ pub struct QueryResult {
     pub annotations: BTreeMap<String, String>,
 }
 
-/// Evaluates `selection` for query `q` of `export`.
+/// Evaluates `selection` for query `q` of `export`: every metric of
+/// [`metrics::measured`]`(recall_k)`, keyed by [`metric_names`].
 pub fn evaluate(
     export: &Export,
     q: &QueryRecord,
     selection: &Selection,
     recall_k: &[usize],
 ) -> BTreeMap<String, Option<f64>> {
-    let ranked = &selection.chunks;
+    score(export, q, selection, &metrics::measured(recall_k))
+}
+
+/// The values of `which` for `selection` of query `q`, keyed by metric name.
+pub fn score(
+    export: &Export,
+    q: &QueryRecord,
+    selection: &Selection,
+    which: &[metrics::At],
+) -> BTreeMap<String, Option<f64>> {
     let gold: BTreeSet<u32> = q.gold.iter().copied().collect();
     let doc_of = |c: u32| export.doc_of(c);
-    let mut m = BTreeMap::new();
-    for &k in recall_k {
-        m.insert(
-            format!("recall@{k}"),
-            Some(metrics::recall_at_k(ranked, &gold, k)),
-        );
-    }
-    m.insert(
-        "ndcg@10".into(),
-        Some(metrics::ndcg_at_k(ranked, &gold, CUT)),
-    );
-    m.insert("mrr@10".into(), Some(metrics::mrr_at_k(ranked, &gold, CUT)));
-    m.insert(
-        "doc_recall@5".into(),
-        Some(metrics::doc_recall_at_k(ranked, &gold, doc_of, 5)),
-    );
-    m.insert(
-        "doc_recall@10".into(),
-        Some(metrics::doc_recall_at_k(ranked, &gold, doc_of, CUT)),
-    );
-    let chain = q.chain.as_deref();
-    m.insert(
-        "chain_coverage@10".into(),
-        metrics::chain_coverage_at_k(ranked, chain, CUT),
-    );
-    m.insert(
-        "full_chain_hit@10".into(),
-        metrics::full_chain_hit_at_k(ranked, chain, CUT),
-    );
-    m
+    let judged = metrics::Judged {
+        ranked: &selection.chunks,
+        gold: &gold,
+        doc_of: &doc_of,
+        chain: q.chain.as_deref(),
+    };
+    which.iter().map(|m| (m.name(), m.score(&judged))).collect()
 }
 
 /// Tokens of the first `n` selected chunks.

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use anyhow::{bail, Context, Result};
 use hopbench_datasets::embed::{self, Embedder, EmbeddingCache};
 use hopbench_datasets::export::Export;
-use hopbench_legs::conversational::TextVectors;
+use hopbench_legs::conversation::session::TextVectors;
 use hopbench_legs::registry::LegSpec;
 use hopbench_legs::{Leg, LegError};
 

@@ -5,7 +5,6 @@
 //! one thread, and results are collected in dataset order: the numbers cannot depend on the
 //! thread count, only the timings can.
 
-use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
@@ -15,36 +14,12 @@ use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
 
 use crate::campaign::Campaign;
-use crate::contract::{Contract, ThreadSource};
+use crate::contract::Contract;
 use crate::data::{self, DatasetState};
 use crate::evaluate::{self, QueryResult};
+use crate::settings::MatrixSettings;
 use crate::summary::{self, CellInputs, CellPaths, CellSummary, Dist, Latency, Status, Timing};
 use crate::{cache, report, trec};
-
-/// Resolved settings of one `run-matrix` invocation.
-#[derive(Debug, Clone)]
-pub struct MatrixSettings {
-    /// Results directory.
-    pub results: PathBuf,
-    /// Datasets to run, in order.
-    pub datasets: Vec<String>,
-    /// Legs to run, in order.
-    pub legs: Vec<String>,
-    /// Evaluate only the first N queries of each dataset.
-    pub limit: Option<usize>,
-    /// Recompute cells whose key matches.
-    pub force: bool,
-    /// Pinned thread count.
-    pub threads: usize,
-    /// Where it was pinned.
-    pub thread_source: ThreadSource,
-    /// Where raw datasets are read from.
-    pub data: data::DataSettings,
-    /// Show progress bars.
-    pub progress: bool,
-    /// Skip budget curves.
-    pub no_curves: bool,
-}
 
 /// What happened to a cell in this invocation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -228,10 +203,12 @@ fn run_cell(
                 let t2 = Instant::now();
                 let rec = &export.queries[q];
                 let mut diagnostics = retrieval.diagnostics.clone();
-                let rescued_gold = rescue_attribution(&retrieval, &rec.gold, &mut diagnostics)
-                    .into_iter()
-                    .map(|c| export.chunks[c as usize].id.clone())
-                    .collect();
+                let rescued_gold =
+                    rescue_attribution(&retrieval, &rec.gold, &mut diagnostics).map(|ids| {
+                        ids.into_iter()
+                            .map(|c| export.chunks[c as usize].id.clone())
+                            .collect()
+                    });
                 let r = QueryResult {
                     id: rec.id.clone(),
                     metrics: evaluate::evaluate(&export, rec, &selection, &campaign.recall_k),
@@ -244,7 +221,11 @@ fn run_cell(
                     retrieve_ms: (t1 - t0).as_secs_f64() * 1e3,
                     select_ms: (t2 - t1).as_secs_f64() * 1e3,
                     labels: rec.labels.clone(),
-                    annotations: retrieval.annotations.clone(),
+                    annotations: retrieval
+                        .annotations
+                        .iter()
+                        .map(|(note, v)| (note.name().to_string(), v.clone()))
+                        .collect(),
                 };
                 bar.inc(1);
                 Ok(r)
@@ -289,16 +270,17 @@ fn run_cell(
     Ok(((cell, CellOutcome::Computed), Some(leg)))
 }
 
-/// Rescue attribution, for legs whose retrieval reports a rescue stage (`rescued_len`): the gold
-/// chunks that only the rescue lanes reached (stamped `rescued`: a rescue candidate already in the
-/// base is dropped, so a rescued chunk is one the base never had), and the gold in the base.
+/// Rescue attribution, for legs whose retrieval reports a rescue stage
+/// ([`hopbench_legs::Retrieval::rescue_stage`]): the gold chunks that only the rescue lanes
+/// reached (stamped `rescued`: a rescue candidate already in the base is dropped, so a rescued
+/// chunk is one the base never had), and the gold in the base. `None` for other legs.
 fn rescue_attribution(
     retrieval: &hopbench_legs::Retrieval,
     gold: &[u32],
     diagnostics: &mut std::collections::BTreeMap<String, f64>,
-) -> Vec<u32> {
-    if !diagnostics.contains_key("rescued_len") {
-        return Vec::new();
+) -> Option<Vec<u32>> {
+    if !retrieval.rescue_stage {
+        return None;
     }
     let in_gold = |c: u32| gold.binary_search(&c).is_ok();
     let rescued: Vec<u32> = retrieval
@@ -314,7 +296,7 @@ fn rescue_attribution(
         .count();
     diagnostics.insert("gold_in_base".into(), base as f64);
     diagnostics.insert("rescued_gold".into(), rescued.len() as f64);
-    rescued
+    Some(rescued)
 }
 
 /// The budget curve of a selecting leg (cached by its own key; no-op for other legs).
@@ -337,20 +319,15 @@ fn run_curve(
         return Ok(());
     }
     let idx = query_indices(export, s.limit);
-    let (curve, computed) = crate::curve::run(
-        &s.results,
+    let cell = crate::curve::CurveCell {
         dataset,
         leg_name,
-        leg.as_ref(),
+        leg: leg.as_ref(),
         export,
-        &idx,
-        &campaign.budgets,
+        idx: &idx,
         cell_key,
-        &campaign.stats,
-        s.threads,
-        pool,
-        s.force,
-    )?;
+    };
+    let (curve, computed) = crate::curve::run(campaign, s, pool, &cell)?;
     if computed {
         let last = curve.points.last().map(|p| p.budget).unwrap_or(0);
         eprintln!(

@@ -1,8 +1,15 @@
-//! Per-query retrieval metrics, one pure function each.
+//! Per-query retrieval metrics, one pure function each, and [`METRICS`], the one table that
+//! says which of them a run measures, at which cut-offs, and where each is shown.
 //!
 //! The definitions follow the graph-rescue seed ("How the metrics are actually
 //! computed", `benchmark/s5/metrics.py`) exactly, so a number produced here is the
 //! same quantity as the published one.
+//!
+//! Everything that lists metrics is derived from the table: the evaluator and the names of
+//! summary keys and record columns ([`measured`]), the matrix table's columns
+//! ([`matrix_columns`]), the budget curves' metrics ([`curve_metrics`]) and the breakdown
+//! table's columns ([`breakdown_columns`]). Adding a metric is one function below and one row
+//! in [`METRICS`].
 //!
 //! Conventions shared by every function:
 //! * `ranked` is a list of chunk indices in rank order (position 0 = best). It may
@@ -142,6 +149,207 @@ pub fn chain_coverage_at_k(ranked: &[u32], chain: Option<&[Vec<u32>]>, k: usize)
 /// `chain_coverage_at_k` is `None`; a chain with an empty slot never hits.
 pub fn full_chain_hit_at_k(ranked: &[u32], chain: Option<&[Vec<u32>]>, k: usize) -> Option<f64> {
     chain_slots_covered(ranked, chain, k).map(|(c, n)| if c == n { 1.0 } else { 0.0 })
+}
+
+/// One query's ranking beside its relevance judgements: everything a metric reads.
+pub struct Judged<'a> {
+    /// Selected chunk indices in rank order (duplicates possible, see the module note).
+    pub ranked: &'a [u32],
+    /// Gold chunk indices.
+    pub gold: &'a BTreeSet<u32>,
+    /// The document of a chunk (`None`: unknown), from the export, never from a leg.
+    pub doc_of: &'a dyn Fn(u32) -> Option<u32>,
+    /// The published evidence chain, one slot of chunk indices per hop (`None`: no chain).
+    pub chain: Option<&'a [Vec<u32>]>,
+}
+
+/// Where a metric's measured cut-offs come from.
+#[derive(Debug, Clone, Copy)]
+pub enum Cuts {
+    /// These cut-offs, whatever the campaign says.
+    Fixed(&'static [usize]),
+    /// The campaign's `recall_k` list.
+    RecallK,
+}
+
+/// A matrix-table column: the metric at cut-off `k`, printed with its 95% CI when `ci`.
+#[derive(Debug, Clone, Copy)]
+pub struct Column {
+    /// Cut-off.
+    pub k: usize,
+    /// Print the bootstrap CI beside the mean.
+    pub ci: bool,
+}
+
+/// One row of [`METRICS`]: a metric and every place it appears.
+///
+/// The views name their own cut-offs because they are fixed presentation choices: the matrix
+/// table shows R@2 and R@5 even when the campaign's `recall_k` lacks them (as "—"), and a
+/// budget curve measures recall@10 whatever `recall_k` is.
+pub struct Metric {
+    /// Name stem of the summary keys and record columns (`recall` -> `recall@10`).
+    pub name: &'static str,
+    /// Stem of table headers (`R` -> `R@10`).
+    pub short: &'static str,
+    /// Cut-offs measured per query, kept in summaries and records.
+    pub cuts: Cuts,
+    /// The per-query value at cut-off `k` (`None`: undefined for this query).
+    pub score: fn(&Judged<'_>, usize) -> Option<f64>,
+    /// Columns of the matrix table.
+    pub matrix: &'static [Column],
+    /// Cut-offs measured at every budget of a budget curve.
+    pub curve: &'static [usize],
+    /// Cut-offs of the per-group breakdown table (always with CIs).
+    pub breakdown: &'static [usize],
+}
+
+/// Every metric, in report order (the order of record columns and table columns).
+pub const METRICS: &[Metric] = &[
+    Metric {
+        name: "recall",
+        short: "R",
+        cuts: Cuts::RecallK,
+        score: |q, k| Some(recall_at_k(q.ranked, q.gold, k)),
+        matrix: &[
+            Column { k: 2, ci: false },
+            Column { k: 5, ci: false },
+            Column { k: 10, ci: true },
+        ],
+        curve: &[10],
+        breakdown: &[10],
+    },
+    Metric {
+        name: "ndcg",
+        short: "nDCG",
+        cuts: Cuts::Fixed(&[10]),
+        score: |q, k| Some(ndcg_at_k(q.ranked, q.gold, k)),
+        matrix: &[Column { k: 10, ci: false }],
+        curve: &[10],
+        breakdown: &[10],
+    },
+    Metric {
+        name: "mrr",
+        short: "MRR",
+        cuts: Cuts::Fixed(&[10]),
+        score: |q, k| Some(mrr_at_k(q.ranked, q.gold, k)),
+        matrix: &[],
+        curve: &[],
+        breakdown: &[],
+    },
+    Metric {
+        name: "doc_recall",
+        short: "docR",
+        cuts: Cuts::Fixed(&[5, 10]),
+        score: |q, k| Some(doc_recall_at_k(q.ranked, q.gold, q.doc_of, k)),
+        matrix: &[Column { k: 10, ci: false }],
+        curve: &[10],
+        breakdown: &[],
+    },
+    Metric {
+        name: "chain_coverage",
+        short: "chain",
+        cuts: Cuts::Fixed(&[10]),
+        score: |q, k| chain_coverage_at_k(q.ranked, q.chain, k),
+        matrix: &[Column { k: 10, ci: false }],
+        curve: &[10],
+        breakdown: &[],
+    },
+    Metric {
+        name: "full_chain_hit",
+        short: "fullchain",
+        cuts: Cuts::Fixed(&[10]),
+        score: |q, k| full_chain_hit_at_k(q.ranked, q.chain, k),
+        matrix: &[Column { k: 10, ci: true }],
+        curve: &[10],
+        breakdown: &[],
+    },
+];
+
+/// The metric a one-line comparison leads with (`compare`'s table): recall@10.
+pub fn headline() -> At {
+    At {
+        metric: METRICS
+            .iter()
+            .find(|m| m.name == "recall")
+            .expect("recall is a row of METRICS"),
+        k: 10,
+    }
+}
+
+/// One metric at one cut-off: a summary key, a record column, a table column.
+#[derive(Clone, Copy)]
+pub struct At {
+    /// The row.
+    pub metric: &'static Metric,
+    /// The cut-off.
+    pub k: usize,
+}
+
+impl At {
+    /// The summary key and record column (`recall@10`).
+    pub fn name(&self) -> String {
+        format!("{}@{}", self.metric.name, self.k)
+    }
+
+    /// The table header (`R@10`).
+    pub fn label(&self) -> String {
+        format!("{}@{}", self.metric.short, self.k)
+    }
+
+    /// The value for one query.
+    pub fn score(&self, q: &Judged<'_>) -> Option<f64> {
+        (self.metric.score)(q, self.k)
+    }
+}
+
+impl std::fmt::Debug for At {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.name())
+    }
+}
+
+/// What a run measures per query, in report order, given the campaign's `recall_k`.
+pub fn measured(recall_k: &[usize]) -> Vec<At> {
+    METRICS
+        .iter()
+        .flat_map(|metric| {
+            let cuts = match metric.cuts {
+                Cuts::Fixed(ks) => ks,
+                Cuts::RecallK => recall_k,
+            };
+            cuts.iter().map(move |&k| At { metric, k })
+        })
+        .collect()
+}
+
+/// The matrix table's metric columns, in order, each with its CI flag.
+pub fn matrix_columns() -> Vec<(At, bool)> {
+    METRICS
+        .iter()
+        .flat_map(|metric| {
+            metric
+                .matrix
+                .iter()
+                .map(move |c| (At { metric, k: c.k }, c.ci))
+        })
+        .collect()
+}
+
+/// The metrics of a budget curve, in order.
+pub fn curve_metrics() -> Vec<At> {
+    views(|m| m.curve)
+}
+
+/// The columns of the per-group breakdown table, in order.
+pub fn breakdown_columns() -> Vec<At> {
+    views(|m| m.breakdown)
+}
+
+fn views(cuts: impl Fn(&'static Metric) -> &'static [usize]) -> Vec<At> {
+    METRICS
+        .iter()
+        .flat_map(|metric| cuts(metric).iter().map(move |&k| At { metric, k }))
+        .collect()
 }
 
 /// Arithmetic mean, summed sequentially in iteration order (deterministic).
@@ -372,6 +580,204 @@ mod tests {
         close(m.mean.unwrap(), 0.5);
         let none = mean_opt([None, None]);
         assert_eq!((none.mean, none.defined, none.total), (None, 0, 2));
+    }
+
+    /// Every row of the table at the given cut-off on one query, by summary name.
+    fn rows(
+        ranked: &[u32],
+        gold: &BTreeSet<u32>,
+        doc_of: &dyn Fn(u32) -> Option<u32>,
+        chain: Option<&[Vec<u32>]>,
+    ) -> std::collections::BTreeMap<String, Option<f64>> {
+        let q = Judged {
+            ranked,
+            gold,
+            doc_of,
+            chain,
+        };
+        measured(&[1, 2, 5, 10, 20])
+            .iter()
+            .map(|m| (m.name(), m.score(&q)))
+            .collect()
+    }
+
+    fn check(got: &std::collections::BTreeMap<String, Option<f64>>, want: &[(&str, Option<f64>)]) {
+        assert_eq!(got.len(), want.len(), "{got:?}");
+        for (name, w) in want {
+            match (got[*name], w) {
+                (Some(g), Some(w)) => assert!((g - w).abs() < TOL, "{name}: {g} != {w}"),
+                (g, w) => assert_eq!(g, *w, "{name}"),
+            }
+        }
+    }
+
+    #[test]
+    fn every_row_on_a_hand_computed_query() {
+        // chunk c belongs to document c / 10; chunk 99 has no known document
+        let doc_of = |c: u32| (c != 99).then_some(c / 10);
+        // positions: 0:40 1:11* 2:11(dup) 3:99* 4:21* 5:50 6:12* 7:60 8:70 9:31* | 10:80 11:32
+        let ranked = [40, 11, 11, 99, 21, 50, 12, 60, 70, 31, 80, 32];
+        let gold = set(&[11, 12, 21, 31, 99]);
+        // the last hop did not resolve to any chunk
+        let chain = vec![vec![11], vec![21, 22], vec![31], vec![]];
+        let got = rows(&ranked, &gold, &doc_of, Some(&chain));
+        check(
+            &got,
+            &[
+                // top 1 {40}: 0 of 5
+                ("recall@1", Some(0.0)),
+                // top 2 {40, 11}: 1 of 5
+                ("recall@2", Some(0.2)),
+                // top 5 {40, 11, 99, 21}: the duplicate 11 used a slot: 3 of 5
+                ("recall@5", Some(0.6)),
+                ("recall@10", Some(1.0)),
+                ("recall@20", Some(1.0)),
+                // first occurrences of gold at 1, 3, 4, 6, 9; ideal: 5 hits at 0..=4
+                (
+                    "ndcg@10",
+                    Some((d(1) + d(3) + d(4) + d(6) + d(9)) / (d(0) + d(1) + d(2) + d(3) + d(4))),
+                ),
+                ("mrr@10", Some(0.5)),
+                // gold documents {1, 2, 3} (11 and 12 tie on document 1; 99 is dropped);
+                // ranked documents [4, 1, 2, 5, 6, 7, 3, 8]: top 5 documents hold 1 and 2
+                ("doc_recall@5", Some(2.0 / 3.0)),
+                ("doc_recall@10", Some(1.0)),
+                // slots [11], [21, 22], [31] covered; the empty slot never is
+                ("chain_coverage@10", Some(0.75)),
+                ("full_chain_hit@10", Some(0.0)),
+            ],
+        );
+    }
+
+    #[test]
+    fn every_row_with_empty_gold_empty_ranking_and_duplicates() {
+        let doc = |c: u32| Some(c);
+        let zeros = |chain: Option<f64>| {
+            let mut v: Vec<(&str, Option<f64>)> = [
+                "recall@1",
+                "recall@2",
+                "recall@5",
+                "recall@10",
+                "recall@20",
+                "ndcg@10",
+                "mrr@10",
+                "doc_recall@5",
+                "doc_recall@10",
+            ]
+            .map(|n| (n, Some(0.0)))
+            .to_vec();
+            v.push(("chain_coverage@10", chain));
+            v.push(("full_chain_hit@10", chain));
+            v
+        };
+        // empty gold and no chain: zeros, and the chain metrics are undefined
+        check(
+            &rows(&[1, 2, 3], &BTreeSet::new(), &doc, None),
+            &zeros(None),
+        );
+        // an empty ranking scores zero everywhere, chain metrics included
+        let chain = vec![vec![1], vec![2]];
+        check(
+            &rows(&[], &set(&[1, 2]), &doc, Some(&chain)),
+            &zeros(Some(0.0)),
+        );
+        // one chunk repeated: it counts once everywhere
+        let got = rows(
+            &[5, 5, 5, 5],
+            &set(&[5, 6]),
+            &doc,
+            Some(&[vec![5], vec![6]]),
+        );
+        let half = Some(0.5);
+        check(
+            &got,
+            &[
+                ("recall@1", half),
+                ("recall@2", half),
+                ("recall@5", half),
+                ("recall@10", half),
+                ("recall@20", half),
+                ("ndcg@10", Some(d(0) / (d(0) + d(1)))),
+                ("mrr@10", Some(1.0)),
+                ("doc_recall@5", half),
+                ("doc_recall@10", half),
+                ("chain_coverage@10", half),
+                ("full_chain_hit@10", Some(0.0)),
+            ],
+        );
+        // two slots sharing one chunk are both covered by it
+        let shared = vec![vec![5], vec![5, 7]];
+        let got = rows(&[5], &set(&[5]), &doc, Some(&shared));
+        assert_eq!(got["chain_coverage@10"], Some(1.0));
+        assert_eq!(got["full_chain_hit@10"], Some(1.0));
+    }
+
+    #[test]
+    fn views_derive_the_published_names_and_columns() {
+        let names: Vec<String> = measured(&[1, 2, 5, 10, 20]).iter().map(At::name).collect();
+        assert_eq!(
+            names,
+            [
+                "recall@1",
+                "recall@2",
+                "recall@5",
+                "recall@10",
+                "recall@20",
+                "ndcg@10",
+                "mrr@10",
+                "doc_recall@5",
+                "doc_recall@10",
+                "chain_coverage@10",
+                "full_chain_hit@10"
+            ]
+        );
+        let columns: Vec<(String, String, bool)> = matrix_columns()
+            .iter()
+            .map(|(m, ci)| (m.name(), m.label(), *ci))
+            .collect();
+        let want = [
+            ("recall@2", "R@2", false),
+            ("recall@5", "R@5", false),
+            ("recall@10", "R@10", true),
+            ("ndcg@10", "nDCG@10", false),
+            ("doc_recall@10", "docR@10", false),
+            ("chain_coverage@10", "chain@10", false),
+            ("full_chain_hit@10", "fullchain@10", true),
+        ]
+        .map(|(n, l, ci)| (n.to_string(), l.to_string(), ci));
+        assert_eq!(columns, want);
+        let curve: Vec<String> = curve_metrics().iter().map(At::name).collect();
+        assert_eq!(
+            curve,
+            [
+                "recall@10",
+                "ndcg@10",
+                "doc_recall@10",
+                "chain_coverage@10",
+                "full_chain_hit@10"
+            ]
+        );
+        let breakdown: Vec<String> = breakdown_columns().iter().map(At::label).collect();
+        assert_eq!(breakdown, ["R@10", "nDCG@10"]);
+        assert_eq!(headline().name(), "recall@10");
+        // a campaign's recall k list only changes the recall row
+        let few: Vec<String> = measured(&[3]).iter().map(At::name).collect();
+        assert_eq!(few[0], "recall@3");
+        assert_eq!(few.len(), 7);
+        // names and headers are unique across the table
+        let mut stems: Vec<&str> = METRICS.iter().flat_map(|m| [m.name, m.short]).collect();
+        stems.sort_unstable();
+        stems.dedup();
+        assert_eq!(stems.len(), 2 * METRICS.len());
+    }
+
+    #[test]
+    fn percentiles_with_ties() {
+        // sorted [2, 2, 2, 5]: median h = 1.5 -> 2 + 0.5·0 = 2; p95 h = 2.85 -> 2 + 0.85·3
+        let v = [5.0, 2.0, 2.0, 2.0];
+        close(median(&v).unwrap(), 2.0);
+        close(percentile(&v, 95.0).unwrap(), 2.0 + 0.85 * 3.0);
+        close(percentile(&[4.0; 3], 37.0).unwrap(), 4.0);
     }
 
     #[test]

@@ -11,7 +11,7 @@ use anyhow::{anyhow, Result};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use crate::curve::{Curve, CURVE_METRICS};
+use crate::curve::{self, Curve};
 
 const FONT: &str = "sans-serif";
 
@@ -67,10 +67,12 @@ where
     let mut ticks: Vec<f64> = budgets.iter().map(|&b| b as f64).collect();
     ticks.sort_by(f64::total_cmp);
     ticks.dedup();
-    let panels = root.split_evenly((2, 3));
-    let mut names: Vec<&str> = CURVE_METRICS.to_vec();
-    names.push("tokens spent");
-    for (panel, metric) in panels.iter().zip(names) {
+    let mut names = curve::metric_names();
+    names.push("tokens spent".into());
+    // two rows of panels, as many columns as the curve metrics (and the spend panel) need
+    let panels = root.split_evenly((2, names.len().div_ceil(2)));
+    for (panel, metric) in panels.iter().zip(&names) {
+        let metric = metric.as_str();
         let tokens = metric == "tokens spent";
         let ymax = if tokens { hi } else { 1.0 };
         let mut chart = ChartBuilder::on(panel)

@@ -6,18 +6,8 @@ use std::path::Path;
 
 use anyhow::Result;
 
+use crate::metrics;
 use crate::summary::{read_summary, CellSummary, Status};
-
-/// Columns of the table: metric name and header.
-const COLUMNS: [(&str, &str); 7] = [
-    ("recall@2", "R@2"),
-    ("recall@5", "R@5"),
-    ("recall@10", "R@10 [95% CI]"),
-    ("ndcg@10", "nDCG@10"),
-    ("doc_recall@10", "docR@10"),
-    ("chain_coverage@10", "chain@10"),
-    ("full_chain_hit@10", "fullchain@10 [95% CI]"),
-];
 
 fn fmt_metric(c: &CellSummary, name: &str, with_ci: bool) -> String {
     match c.metrics.get(name).copied().flatten() {
@@ -29,16 +19,19 @@ fn fmt_metric(c: &CellSummary, name: &str, with_ci: bool) -> String {
     }
 }
 
-/// The table of `cells`, one row per cell.
+/// The table of `cells`, one row per cell; the metric columns are
+/// [`metrics::matrix_columns`].
 pub fn matrix_table(cells: &[CellSummary]) -> String {
+    let columns = metrics::matrix_columns();
     let mut out = String::new();
     let _ = write!(out, "| dataset | leg | status | queries |");
-    for (_, h) in COLUMNS {
-        let _ = write!(out, " {h} |");
+    for (m, ci) in &columns {
+        let ci = if *ci { " [95% CI]" } else { "" };
+        let _ = write!(out, " {}{ci} |", m.label());
     }
     let _ = writeln!(out, " tokens@10 | median ms | p95 ms |");
     let _ = write!(out, "|---|---|---|---:|");
-    for _ in COLUMNS {
+    for _ in &columns {
         let _ = write!(out, "---:|");
     }
     let _ = writeln!(out, "---:|---:|---:|");
@@ -53,9 +46,9 @@ pub fn matrix_table(cells: &[CellSummary]) -> String {
             "| {} | {} | {} | {} |",
             c.dataset, c.leg, status, c.queries
         );
-        for (name, header) in COLUMNS {
+        for (m, ci) in &columns {
             let cell = if c.status == Status::Ok {
-                fmt_metric(c, name, header.contains("CI"))
+                fmt_metric(c, &m.name(), *ci)
             } else {
                 "—".into()
             };
@@ -174,20 +167,20 @@ pub fn breakdown_text(c: &CellSummary) -> String {
     if c.breakdowns.is_empty() {
         let _ = writeln!(out, "no breakdown labels or intents in this cell\n");
     }
+    let columns = metrics::breakdown_columns();
     for (key, groups) in &c.breakdowns {
-        let _ = writeln!(
-            out,
-            "| {key} | queries | R@10 [95% CI] | nDCG@10 [95% CI] |"
-        );
-        let _ = writeln!(out, "|---|---:|---|---|");
+        let _ = write!(out, "| {key} | queries |");
+        for m in &columns {
+            let _ = write!(out, " {} [95% CI] |", m.label());
+        }
+        let _ = writeln!(out);
+        let _ = writeln!(out, "|---|---:|{}", "---|".repeat(columns.len()));
         for (value, g) in groups {
-            let _ = writeln!(
-                out,
-                "| {value} | {} | {} | {} |",
-                g.queries,
-                fmt(g, "recall@10"),
-                fmt(g, "ndcg@10")
-            );
+            let _ = write!(out, "| {value} | {} |", g.queries);
+            for m in &columns {
+                let _ = write!(out, " {} |", fmt(g, &m.name()));
+            }
+            let _ = writeln!(out);
         }
         let _ = writeln!(out);
     }

@@ -15,7 +15,7 @@ use anyhow::{bail, Result};
 use serde::Serialize;
 
 use crate::campaign::StatsConfig;
-use crate::curve::{self, CURVE_METRICS};
+use crate::curve;
 use crate::stats;
 use crate::summary::MetricColumns;
 
@@ -119,12 +119,13 @@ pub fn compare(
         auc: BTreeMap::new(),
         tokens: BTreeMap::new(),
     };
+    let names = curve::metric_names();
     for (budget, ma) in &per_a {
         let mb = &per_b[budget];
         let mut row = BTreeMap::new();
-        for m in CURVE_METRICS {
+        for m in &names {
             if let Some(d) = paired(&ma[m], &mb[m], cfg) {
-                row.insert(m.to_string(), d);
+                row.insert(m.clone(), d);
             }
         }
         out.budgets.insert(*budget, row);
@@ -132,13 +133,13 @@ pub fn compare(
     for (p, q) in ca.points.iter().zip(&cb.points) {
         out.tokens.insert(p.budget, (p.tokens_mean, q.tokens_mean));
     }
-    for m in CURVE_METRICS {
+    for m in &names {
         if let Some(d) = paired(
             &auc(&per_a, m, ids_a.len()),
             &auc(&per_b, m, ids_b.len()),
             cfg,
         ) {
-            out.auc.insert(m.to_string(), d);
+            out.auc.insert(m.clone(), d);
         }
     }
     Ok(out)
@@ -146,6 +147,7 @@ pub fn compare(
 
 /// The comparison as a Markdown table.
 pub fn table(c: &SpendComparison) -> String {
+    let names = curve::metric_names();
     let mut out = String::new();
     let n = c
         .budgets
@@ -156,15 +158,11 @@ pub fn table(c: &SpendComparison) -> String {
         .unwrap_or(0);
     let _ = writeln!(out, "{}: B = {} minus A = {} at equal token budgets ({n} queries; Δ [95% paired bootstrap CI])\n", c.dataset, c.b, c.a);
     let _ = write!(out, "| budget | tokens A | tokens B |");
-    for m in CURVE_METRICS {
+    for m in &names {
         let _ = write!(out, " Δ {m} |");
     }
     let _ = writeln!(out);
-    let _ = writeln!(
-        out,
-        "|---:|---:|---:|{}",
-        "---|".repeat(CURVE_METRICS.len())
-    );
+    let _ = writeln!(out, "|---:|---:|---:|{}", "---|".repeat(names.len()));
     let cell = |d: Option<&Delta>| {
         d.map_or("—".to_string(), |d| {
             format!("{:+.4} [{:+.3}, {:+.3}]", d.delta, d.ci95[0], d.ci95[1])
@@ -173,13 +171,13 @@ pub fn table(c: &SpendComparison) -> String {
     for (budget, row) in &c.budgets {
         let (ta, tb) = c.tokens.get(budget).copied().unwrap_or((0.0, 0.0));
         let _ = write!(out, "| {budget} | {ta:.0} | {tb:.0} |");
-        for m in CURVE_METRICS {
+        for m in &names {
             let _ = write!(out, " {} |", cell(row.get(m)));
         }
         let _ = writeln!(out);
     }
     let _ = write!(out, "| AUC (log2 budget) | | |");
-    for m in CURVE_METRICS {
+    for m in &names {
         let _ = write!(out, " {} |", cell(c.auc.get(m)));
     }
     let _ = writeln!(out);

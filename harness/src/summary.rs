@@ -349,13 +349,10 @@ pub fn write_records(
             text_col(&|r| r.annotations.get(n).cloned()),
         ));
     }
-    if results
-        .iter()
-        .any(|r| r.diagnostics.contains_key("rescued_len"))
-    {
+    if results.iter().any(|r| r.rescued_gold.is_some()) {
         let rows: Vec<Option<Vec<String>>> = results
             .iter()
-            .map(|r| Some(r.rescued_gold.clone()))
+            .map(|r| Some(r.rescued_gold.clone().unwrap_or_default()))
             .collect();
         cols.push(("rescued_gold_ids".into(), pq::string_lists(&rows)));
     }

@@ -53,11 +53,11 @@ use hopbench_datasets::export::Export;
 use hopbench_datasets::simgraph::SimGraph;
 use serde::{Deserialize, Serialize};
 
-use crate::backend::dense::dot;
 use crate::candidate::Candidate;
 use crate::leg::{Leg, LegError, QueryInput, Retrieval, Selection};
-use crate::registry::Check;
+use crate::params::{Check, Checked};
 use crate::tokens::TokenCounterSpec;
+use hopbench_datasets::vector::dot;
 
 /// The parsed safety-policy directives (`None`: not given, the config field applies).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -635,10 +635,10 @@ impl Default for CdgrConfig {
     }
 }
 
-impl CdgrConfig {
-    /// Range checks and the policy's parse; `name` is the leg's campaign name.
-    pub fn validate(&self, name: &str) -> Result<(), LegError> {
-        let c = Check(name);
+impl Checked for CdgrConfig {
+    /// Range checks, the token counter and the policy's parse.
+    fn check(&self, c: &Check<'_>) -> Result<(), LegError> {
+        self.token_counter.check(c)?;
         c.at_least("fact_budget", self.fact_budget, 1)?;
         c.range("relevance_floor", self.relevance_floor as f64, -1.0, 1.0)?;
         c.unit("connector_floor", self.connector_floor as f64)?;
@@ -646,10 +646,14 @@ impl CdgrConfig {
         c.at_least("max_hops", self.max_hops, 1)?;
         c.at_most("max_hops", self.max_hops, 3)?;
         c.at_least("budget", self.budget as usize, 1)?;
-        Policy::parse(name, &self.policy)?;
+        Policy::parse(c.0, &self.policy)?;
         Ok(())
     }
+}
 
+crate::leaf_params!(CdgrConfig);
+
+impl CdgrConfig {
     /// The parameters after the policy's overrides.
     pub fn params(&self, name: &str) -> Result<CdgrParams, LegError> {
         let pol = Policy::parse(name, &self.policy)?;
@@ -702,11 +706,11 @@ impl CdgrLeg {
     /// Builds the leg; the task legs need sub-query vectors (`MissingInputs` without).
     pub fn new(
         name: &str,
-        export: Arc<Export>,
+        export: &Arc<Export>,
         mode: CdgrMode,
         c: &CdgrConfig,
     ) -> Result<Self, LegError> {
-        c.validate(name)?;
+        crate::params::Params::check(c, &Check(name))?;
         if mode.task() && export.subquery_embeddings.iter().all(Option::is_none) {
             return Err(LegError::MissingInputs(format!(
                 "leg `{name}` runs the published decomposition as a document task; this \
@@ -724,12 +728,16 @@ impl CdgrLeg {
             budget: c.budget,
             mode,
             tokens,
-            export,
+            export: export.clone(),
         })
     }
 }
 
 impl Leg for CdgrLeg {
+    fn export(&self) -> &Export {
+        &self.export
+    }
+
     fn retrieve(&self, q: &QueryInput<'_>) -> Retrieval {
         let space = ExportSpace::of(&self.export);
         let mut diagnostics = BTreeMap::new();

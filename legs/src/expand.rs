@@ -24,6 +24,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::candidate::{sort_ranked, Candidate};
 use crate::lanes::intersects;
+use crate::leg::LegError;
+use crate::params::{Check, Checked};
 
 /// Expander parameters (defaults: the rescue pipeline's measured operating point).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -49,6 +51,16 @@ impl Default for ExpanderParams {
         }
     }
 }
+
+impl Checked for ExpanderParams {
+    fn check(&self, c: &Check<'_>) -> Result<(), LegError> {
+        c.non_negative("hop_weight", self.hop_weight as f64)?;
+        c.non_negative("community_weight", self.community_weight as f64)?;
+        c.non_negative("centrality_weight", self.centrality_weight as f64)
+    }
+}
+
+crate::leaf_params!(ExpanderParams);
 
 const EMPTY: &[u32] = &[];
 

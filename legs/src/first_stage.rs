@@ -1,166 +1,149 @@
-//! The first-stage legs of the matrix: `dense`, `dense_content_only`, `lexical` and the hybrid
-//! `bm25` rung (dense + BM25 fused by RRF, then max-normalised: the seed's base stage).
+//! The first stage every composing leg starts from: its parameter groups ([`Pool`], [`Rrf`],
+//! [`FirstStage`]) and the hybrid base ([`Hybrid`]: dense and BM25 fused by RRF, then
+//! max-normalised: the seed's base stage and the `bm25` leg).
+//!
+//! RRF uses 0-based ranks, as in the seed's code: `1 / (rrf_k + rank)`. So `rrf_k` must be
+//! positive (at 0 the head's score would be infinite), and that is the one rule every leg
+//! shares.
 
 use std::sync::Arc;
 
 use hopbench_datasets::export::Export;
-use hopbench_datasets::lexical::Tokenizer;
+use serde::{Deserialize, Serialize};
 
-use crate::backend::{dense::DenseIndex, lexical};
 use crate::candidate::Candidate;
+use crate::engine::{Bm25, Engine, ExactDense, Vectors};
 use crate::fuse::{rrf, unit_scaled};
-use crate::leg::{select_none, Leg, LegError, QueryInput, Retrieval, Selection};
+use crate::leg::{LegError, QueryInput, Ranker, Retrieval};
+use crate::params::{Check, Checked};
+use crate::{flat_params, leaf_params};
 
-/// Which vectors a dense search uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Vectors {
-    /// Header + content (the export's `embedding`).
-    Full,
-    /// Content only (`embedding_content`; only where the dataset has context headers).
-    ContentOnly,
+/// `pool_k`: candidates each first-stage engine returns (the seed's 100).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Pool {
+    /// Candidates from each first stage.
+    pub pool_k: usize,
 }
 
-/// Exact cosine over the export's vectors, top `pool_k`.
-pub struct DenseLeg {
-    export: Arc<Export>,
-    vectors: Vectors,
-    pool_k: usize,
+impl Default for Pool {
+    fn default() -> Self {
+        Pool { pool_k: 100 }
+    }
 }
 
-impl DenseLeg {
-    /// A dense leg; `ContentOnly` fails with `MissingInputs` where the export has no headers.
-    pub fn new(export: Arc<Export>, vectors: Vectors, pool_k: usize) -> Result<Self, LegError> {
-        if vectors == Vectors::ContentOnly && export.content_embeddings.is_none() {
-            return Err(LegError::MissingInputs(
-                "the dataset has no context headers, so there are no content-only vectors".into(),
-            ));
-        }
-        Ok(DenseLeg {
-            export,
-            vectors,
-            pool_k,
+impl Checked for Pool {
+    fn check(&self, c: &Check<'_>) -> Result<(), LegError> {
+        c.at_least("pool_k", self.pool_k, 1)
+    }
+}
+
+/// `rrf_k`: the RRF constant of the dense + BM25 fusion (the seed's 60).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Rrf {
+    /// RRF constant.
+    pub rrf_k: f32,
+}
+
+impl Default for Rrf {
+    fn default() -> Self {
+        Rrf { rrf_k: 60.0 }
+    }
+}
+
+impl Checked for Rrf {
+    fn check(&self, c: &Check<'_>) -> Result<(), LegError> {
+        c.positive("rrf_k", f64::from(self.rrf_k))
+    }
+}
+
+leaf_params!(Pool, Rrf);
+
+flat_params! {
+    /// The hybrid first stage's parameters: `pool_k` from each engine, fused with `rrf_k`.
+    pub struct FirstStage {
+        /// Candidates from each engine.
+        pub pool: Pool,
+        /// The fusion constant.
+        pub rrf: Rrf,
+    }
+}
+
+impl FirstStage {
+    /// The hybrid base over `export`'s built-in engines.
+    pub fn hybrid(&self, export: &Arc<Export>) -> Result<Hybrid, LegError> {
+        Ok(Hybrid {
+            dense: Box::new(ExactDense::new(export.clone(), Vectors::Full)?),
+            lexical: Box::new(Bm25::new(export.clone())),
+            pool_k: self.pool.pool_k,
+            rrf_k: self.rrf.rrf_k,
         })
     }
-
-    /// The dense ranking for a query vector.
-    pub fn search(&self, query: &[f32]) -> Vec<Candidate> {
-        let vectors = match self.vectors {
-            Vectors::Full => &self.export.embeddings,
-            Vectors::ContentOnly => self
-                .export
-                .content_embeddings
-                .as_ref()
-                .expect("checked in new"),
-        };
-        DenseIndex {
-            vectors,
-            dim: self.export.dim,
-        }
-        .search(query, self.pool_k)
-    }
 }
 
-impl Leg for DenseLeg {
-    fn retrieve(&self, q: &QueryInput<'_>) -> Retrieval {
-        Retrieval {
-            ranked: self.search(q.embedding),
-            ..Default::default()
-        }
-    }
-    fn select(
-        &self,
-        _q: &QueryInput<'_>,
-        r: &Retrieval,
-        _budget: Option<u64>,
-    ) -> Result<Selection, LegError> {
-        select_none(&self.export, r)
-    }
-}
-
-/// BM25 alone, top `pool_k`: the number a sceptic asks for.
-pub struct LexicalLeg {
-    export: Arc<Export>,
-    tokenizer: Tokenizer,
+/// One engine's top `pool_k`, as a ranking (`dense`, `dense_content_only`, `lexical`).
+pub struct Single {
+    engine: Box<dyn Engine>,
     pool_k: usize,
 }
 
-impl LexicalLeg {
-    /// A BM25 leg.
-    pub fn new(export: Arc<Export>, pool_k: usize) -> Self {
-        LexicalLeg {
-            export,
-            tokenizer: Tokenizer::english(),
-            pool_k,
-        }
-    }
-
-    /// The BM25 ranking for a query text.
-    pub fn search(&self, text: &str) -> Vec<Candidate> {
-        lexical::search(&self.export.bm25, &self.tokenizer, text, self.pool_k)
+impl Single {
+    /// `engine`'s top `pool_k`.
+    pub fn new(engine: Box<dyn Engine>, pool_k: usize) -> Self {
+        Single { engine, pool_k }
     }
 }
 
-impl Leg for LexicalLeg {
+impl Ranker for Single {
     fn retrieve(&self, q: &QueryInput<'_>) -> Retrieval {
         Retrieval {
-            ranked: self.search(q.text),
+            ranked: self.engine.search(q, self.pool_k),
             ..Default::default()
         }
-    }
-    fn select(
-        &self,
-        _q: &QueryInput<'_>,
-        r: &Retrieval,
-        _budget: Option<u64>,
-    ) -> Result<Selection, LegError> {
-        select_none(&self.export, r)
     }
 }
 
 /// Dense and BM25 as peers: RRF (k = `rrf_k`) over both pools, then max-normalised. This is the
 /// seed's hybrid rung and the base stage of graph rescue.
-pub struct HybridLeg {
-    dense: DenseLeg,
-    lexical: LexicalLeg,
+pub struct Hybrid {
+    dense: Box<dyn Engine>,
+    lexical: Box<dyn Engine>,
+    pool_k: usize,
     rrf_k: f32,
 }
 
-impl HybridLeg {
-    /// The hybrid rung with `pool_k` from each first stage.
-    pub fn new(export: Arc<Export>, pool_k: usize, rrf_k: f32) -> Result<Self, LegError> {
-        Ok(HybridLeg {
-            dense: DenseLeg::new(export.clone(), Vectors::Full, pool_k)?,
-            lexical: LexicalLeg::new(export, pool_k),
-            rrf_k,
-        })
-    }
+/// The hybrid's base and the two first-stage lists it fused (the gate reads them).
+pub struct Base {
+    /// The fused, unit-scaled ranking.
+    pub fused: Vec<Candidate>,
+    /// The dense engine's top `pool_k`.
+    pub dense: Vec<Candidate>,
+    /// The BM25 engine's top `pool_k`.
+    pub bm25: Vec<Candidate>,
+}
 
-    /// The fused, unit-scaled base, plus the two first-stage lists (the gate reads them).
-    pub fn base(&self, q: &QueryInput<'_>) -> (Vec<Candidate>, Vec<Candidate>, Vec<Candidate>) {
-        let d = self.dense.search(q.embedding);
-        let b = self.lexical.search(q.text);
-        let fused = unit_scaled(rrf(&[&d, &b], self.rrf_k, None));
-        (fused, d, b)
+impl Hybrid {
+    /// The fused, unit-scaled base, plus the two first-stage lists.
+    pub fn base(&self, q: &QueryInput<'_>) -> Base {
+        let dense = self.dense.search(q, self.pool_k);
+        let bm25 = self.lexical.search(q, self.pool_k);
+        let fused = unit_scaled(rrf(&[&dense, &bm25], self.rrf_k, None));
+        Base { fused, dense, bm25 }
     }
 }
 
-impl Leg for HybridLeg {
+impl Ranker for Hybrid {
     fn retrieve(&self, q: &QueryInput<'_>) -> Retrieval {
-        let (ranked, d, b) = self.base(q);
+        let b = self.base(q);
         let mut r = Retrieval {
-            ranked,
+            ranked: b.fused,
             ..Default::default()
         };
-        r.diagnostics.insert("pool_dense".into(), d.len() as f64);
-        r.diagnostics.insert("pool_bm25".into(), b.len() as f64);
+        r.diagnostics
+            .insert("pool_dense".into(), b.dense.len() as f64);
+        r.diagnostics
+            .insert("pool_bm25".into(), b.bm25.len() as f64);
         r
-    }
-    fn select(
-        &self,
-        _q: &QueryInput<'_>,
-        r: &Retrieval,
-        _budget: Option<u64>,
-    ) -> Result<Selection, LegError> {
-        select_none(&self.dense.export, r)
     }
 }

@@ -29,6 +29,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::candidate::Candidate;
+use crate::leg::LegError;
+use crate::params::{Check, Checked};
 
 /// The default relation cues: interrogatives, kinship, life events, creation, affiliation,
 /// location and comparison words (lowercase, single words).
@@ -116,6 +118,26 @@ impl Default for GateParams {
         }
     }
 }
+
+impl Checked for GateParams {
+    fn check(&self, c: &Check<'_>) -> Result<(), LegError> {
+        for (i, cue) in self.relation_cues.iter().enumerate() {
+            if cue.is_empty() || cue.chars().any(|ch| !ch.is_alphanumeric()) {
+                return c.fail(
+                    "relation_cues",
+                    &format!("entry {i} ({cue:?}) must be one alphanumeric word"),
+                );
+            }
+        }
+        c.at_least("entity_heavy_seeds", self.entity_heavy_seeds, 1)?;
+        c.at_least("agreement_k", self.agreement_k, 1)?;
+        c.unit("low_agreement", self.low_agreement)?;
+        c.unit("high_agreement", self.high_agreement)?;
+        c.range("low_confidence", self.low_confidence, -1.0, 1.0)
+    }
+}
+
+crate::leaf_params!(GateParams);
 
 /// One query's gate decision, as recorded on the retrieval.
 #[derive(Debug, Clone, PartialEq)]

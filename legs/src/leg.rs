@@ -1,6 +1,7 @@
 //! The leg interface: what the harness may ask of any retrieval system.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use hopbench_datasets::export::Export;
 
@@ -44,10 +45,75 @@ pub struct Retrieval {
     pub hyperedges: Option<Vec<(u32, f32)>>,
     /// The graph seed nodes of this query (query seeds first), for the same selector.
     pub seeds: Vec<u32>,
+    /// The ranking comes from a rescue stage: a candidate stamped `rescued` is one only the
+    /// graph lanes reached, so the harness attributes each gold chunk to the base or the lanes.
+    pub rescue_stage: bool,
     /// Per-query text facts the leg reports (the conversation legs' `CRP-Context-*` headers,
     /// the rewritten query): written per query to the records and grouped on by breakdowns.
     /// Deterministic, like everything else a leg returns.
-    pub annotations: BTreeMap<String, String>,
+    pub annotations: BTreeMap<Note, String>,
+}
+
+/// The per-query text facts a leg may report ([`Retrieval::annotations`]). A closed set, so the
+/// harness's breakdowns and the legs agree on the names at compile time; [`Note::name`] is the
+/// column name in the records (`note:<name>`).
+/// Serialised as its name.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+pub enum Note {
+    /// `CRP-Context-Tier-Blend`: the P/C/E weights, e.g. `30/65/5`.
+    #[serde(rename = "CRP-Context-Tier-Blend")]
+    TierBlend,
+    /// `CRP-Context-Turn-Intent`: the classified intent, e.g. `DRILL_DOWN`.
+    #[serde(rename = "CRP-Context-Turn-Intent")]
+    TurnIntent,
+    /// `CRP-Context-References-Resolved`: how many references were resolved.
+    #[serde(rename = "CRP-Context-References-Resolved")]
+    ReferencesResolved,
+    /// `CRP-Context-Active-Thread`: the active topic thread.
+    #[serde(rename = "CRP-Context-Active-Thread")]
+    ActiveThread,
+    /// `CRP-Context-Mode`: conversation or hybrid.
+    #[serde(rename = "CRP-Context-Mode")]
+    Mode,
+    /// Which classifier rule decided the intent.
+    #[serde(rename = "intent_rule")]
+    IntentRule,
+    /// The query with its references substituted.
+    #[serde(rename = "resolved_query")]
+    ResolvedQuery,
+    /// What the references resolved to, ` | `-separated.
+    #[serde(rename = "resolutions")]
+    Resolutions,
+}
+
+impl Note {
+    /// Every note, in name order.
+    pub const ALL: [Note; 8] = [
+        Note::TierBlend,
+        Note::TurnIntent,
+        Note::ReferencesResolved,
+        Note::ActiveThread,
+        Note::Mode,
+        Note::IntentRule,
+        Note::ResolvedQuery,
+        Note::Resolutions,
+    ];
+
+    /// The name in records and breakdowns (the spec's header name for the five headers).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Note::TierBlend => "CRP-Context-Tier-Blend",
+            Note::TurnIntent => "CRP-Context-Turn-Intent",
+            Note::ReferencesResolved => "CRP-Context-References-Resolved",
+            Note::ActiveThread => "CRP-Context-Active-Thread",
+            Note::Mode => "CRP-Context-Mode",
+            Note::IntentRule => "intent_rule",
+            Note::ResolvedQuery => "resolved_query",
+            Note::Resolutions => "resolutions",
+        }
+    }
 }
 
 /// What `select` hands to the LLM: chunk indices in context order.
@@ -81,20 +147,25 @@ pub enum LegError {
 /// A retrieval system of the matrix. Implementations hold an `Arc<Export>` and precomputed
 /// state; `retrieve` and `select` must be deterministic functions of their arguments.
 pub trait Leg: Send + Sync {
+    /// The export the leg retrieves from (the default selector counts its chunks' tokens).
+    fn export(&self) -> &Export;
+
     /// Retrieves and ranks candidates for one query (the expensive half).
     fn retrieve(&self, query: &QueryInput<'_>) -> Retrieval;
 
     /// Chooses the context for one query from a frozen retrieval (the cheap, pure half).
-    /// `budget` is a token budget for selecting legs; legs without a selector ignore it and
-    /// return the ranked list unchanged (the seed's `none` selector). An error means the leg's
+    /// `budget` is a token budget for selecting legs. The default is the seed's `none`
+    /// selector: the ranked list unchanged, whatever the budget. An error means the leg's
     /// composition cannot select (e.g. chain-of-evidence without hypergraph signals): the cell
     /// is recorded as `error`, never as zeros.
     fn select(
         &self,
-        query: &QueryInput<'_>,
+        _query: &QueryInput<'_>,
         retrieval: &Retrieval,
-        budget: Option<u64>,
-    ) -> Result<Selection, LegError>;
+        _budget: Option<u64>,
+    ) -> Result<Selection, LegError> {
+        Ok(select_none(self.export(), retrieval))
+    }
 
     /// The token budget `select` spends when none is given (`None`: the leg does not select
     /// under a budget; such legs get no budget curve).
@@ -103,12 +174,44 @@ pub trait Leg: Send + Sync {
     }
 }
 
+/// The retrieve half alone: a ranking block (the hybrid, graph rescue, a fused lane, a
+/// conversation session). [`Ranked`] makes one a leg with the `none` selector.
+pub trait Ranker: Send + Sync {
+    /// Retrieves and ranks candidates for one query.
+    fn retrieve(&self, query: &QueryInput<'_>) -> Retrieval;
+}
+
+/// A [`Ranker`] as a leg: its ranking, selected by `none`.
+pub struct Ranked<R> {
+    export: Arc<Export>,
+    ranker: R,
+}
+
+impl<R: Ranker + 'static> Ranked<R> {
+    /// `ranker` over `export`, boxed as a leg.
+    pub fn leg(export: &Arc<Export>, ranker: R) -> Box<dyn Leg> {
+        Box::new(Ranked {
+            export: export.clone(),
+            ranker,
+        })
+    }
+}
+
+impl<R: Ranker> Leg for Ranked<R> {
+    fn export(&self) -> &Export {
+        &self.export
+    }
+    fn retrieve(&self, query: &QueryInput<'_>) -> Retrieval {
+        self.ranker.retrieve(query)
+    }
+}
+
 /// The `none` selector: the ranked list unchanged, with its token count.
-pub fn select_none(export: &Export, retrieval: &Retrieval) -> Result<Selection, LegError> {
+pub fn select_none(export: &Export, retrieval: &Retrieval) -> Selection {
     let chunks: Vec<u32> = retrieval.ranked.iter().map(|c| c.chunk).collect();
     let tokens = chunks
         .iter()
         .map(|&c| export.chunks[c as usize].tokens as u64)
         .sum();
-    Ok(Selection { chunks, tokens })
+    Selection { chunks, tokens }
 }

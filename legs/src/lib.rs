@@ -24,23 +24,28 @@
 //! ```
 #![deny(missing_docs)]
 
-pub mod backend;
+// the interface
+pub mod leg;
+pub mod params;
+
+// building blocks: they compose each other and never know about kinds or the campaign
 pub mod candidate;
 pub mod cdgr;
 pub mod conversation;
-pub mod conversational;
+pub mod engine;
 pub mod expand;
 pub mod first_stage;
 pub mod fuse;
 pub mod gate;
 pub mod lanes;
-pub mod leg;
 pub mod oracle;
-pub mod registry;
 pub mod rescue;
 pub mod select;
-pub mod selecting;
 pub mod tokens;
 
+// the leg kinds (one file each) and the registry that parses campaigns through them
+pub mod kinds;
+pub mod registry;
+
 pub use candidate::Candidate;
-pub use leg::{Leg, LegError, QueryInput, Retrieval, Selection};
+pub use leg::{Leg, LegError, Note, QueryInput, Ranked, Ranker, Retrieval, Selection};

@@ -16,8 +16,8 @@ use std::sync::Arc;
 use hopbench_datasets::export::Export;
 
 use crate::candidate::Candidate;
-use crate::leg::{select_none, Leg, LegError, QueryInput, Retrieval, Selection};
-use crate::rescue::{GraphRescueLeg, RescueConfig};
+use crate::leg::{LegError, QueryInput, Ranker, Retrieval};
+use crate::rescue::{GraphRescue, RescueConfig};
 
 fn sorted_gold(gold: &[u32]) -> Vec<u32> {
     let mut g = gold.to_vec();
@@ -92,29 +92,29 @@ pub enum OracleKind {
 }
 
 /// An oracle over graph rescue's retrieval.
-pub struct OracleLeg {
-    rescue: GraphRescueLeg,
+pub struct Oracle {
+    rescue: GraphRescue,
     kind: OracleKind,
 }
 
-impl OracleLeg {
+impl Oracle {
     /// An oracle of `kind` over graph rescue configured by `config`.
     pub fn new(
-        export: Arc<Export>,
+        export: &Arc<Export>,
         config: RescueConfig,
         kind: OracleKind,
     ) -> Result<Self, LegError> {
-        Ok(OracleLeg {
-            rescue: GraphRescueLeg::new(export, config)?,
+        Ok(Oracle {
+            rescue: GraphRescue::new(export, config)?,
             kind,
         })
     }
 }
 
-impl Leg for OracleLeg {
+impl Ranker for Oracle {
     fn retrieve(&self, q: &QueryInput<'_>) -> Retrieval {
         let out = self.rescue.retrieve_full(q);
-        let k = self.rescue.config().rank_score_k;
+        let k = self.rescue.config().tail.rank_score_k;
         let (ranked, moved) = match self.kind {
             OracleKind::Rescue => promote_rescued_gold(&out.union, q.gold, k),
             OracleKind::Base { oracle_k } => {
@@ -126,16 +126,9 @@ impl Leg for OracleLeg {
         Retrieval {
             ranked,
             diagnostics,
+            rescue_stage: true,
             ..Default::default()
         }
-    }
-    fn select(
-        &self,
-        _q: &QueryInput<'_>,
-        r: &Retrieval,
-        _budget: Option<u64>,
-    ) -> Result<Selection, LegError> {
-        select_none(self.rescue.export(), r)
     }
 }
 
@@ -186,14 +179,11 @@ mod tests {
     #[test]
     fn oracles_on_the_synthetic_export_never_lose_gold_from_the_head() {
         let export = crate::rescue::fixtures::synthetic();
-        let config = RescueConfig {
-            graph_mode: GraphMode::Force,
-            ..Default::default()
-        };
-        let rescue = GraphRescueLeg::new(export.clone(), config.clone()).unwrap();
-        let ro = OracleLeg::new(export.clone(), config.clone(), OracleKind::Rescue).unwrap();
-        let bo =
-            OracleLeg::new(export.clone(), config, OracleKind::Base { oracle_k: 100 }).unwrap();
+        let mut config = RescueConfig::default();
+        config.gate.graph_mode = GraphMode::Force;
+        let rescue = GraphRescue::new(&export, config.clone()).unwrap();
+        let ro = Oracle::new(&export, config.clone(), OracleKind::Rescue).unwrap();
+        let bo = Oracle::new(&export, config, OracleKind::Base { oracle_k: 100 }).unwrap();
         let hits = |r: &Retrieval, gold: &[u32], k: usize| {
             r.ranked[..k.min(r.ranked.len())]
                 .iter()

@@ -35,14 +35,15 @@ use serde::{Deserialize, Serialize};
 
 use crate::candidate::Candidate;
 use crate::expand::{expand, ExpanderParams};
-use crate::first_stage::HybridLeg;
+use crate::first_stage::{FirstStage, Hybrid};
+use crate::flat_params;
 use crate::fuse::rrf;
-use crate::gate::{Gate, GateDecision, GateParams, GraphMode, REASONS};
+use crate::gate::{Gate, GateDecision, GateParams, REASONS};
 use crate::lanes::hypergraph::{hypergraph, HypergraphParams};
 use crate::lanes::traversal::{traverse, TraversalParams};
-use crate::lanes::{graph_seeds, query_seeds, ExportGraph};
-use crate::leg::{select_none, Leg, LegError, QueryInput, Retrieval, Selection};
-use crate::registry::Check;
+use crate::lanes::{graph_seeds, query_seeds, ExportGraph, LaneCap, Seeds};
+use crate::leg::{LegError, QueryInput, Ranker, Retrieval};
+use crate::params::{Check, Checked};
 
 /// A graph lane of the rescue stage.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -54,204 +55,94 @@ pub enum Lane {
     Hypergraph,
 }
 
-/// Every parameter of graph rescue, flat as written in `campaign.yaml`. Every default is the
-/// seed's measured operating point (`low_confidence`, `min_rho` and the relation cues are
-/// hopbench's choices where the seed states none). Unknown keys are rejected.
+/// `lanes` and `lane_rrf_k`: which lanes run when the gate fires, and how they are fused.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct RescueConfig {
-    /// Candidates from each first stage (dense, BM25).
-    pub pool_k: usize,
-    /// RRF constant of the base (dense + BM25).
-    pub rrf_k: f32,
-    /// Expander anchors: the head of the base.
-    pub seed_top_k: usize,
-    /// Expander bonus per linked anchor.
-    pub hop_weight: f32,
-    /// Expander bonus for sharing a community with another anchor.
-    pub community_weight: f32,
-    /// Expander bonus per unit of peak node centrality.
-    pub centrality_weight: f32,
-    /// `auto`, `off` or `force`.
-    pub graph_mode: GraphMode,
-    /// Gate: relation cue words.
-    pub relation_cues: Vec<String>,
-    /// Gate: query seeds at which a query is entity-heavy.
-    pub entity_heavy_seeds: usize,
-    /// Gate: head size compared for dense/BM25 agreement.
-    pub agreement_k: usize,
-    /// Gate: agreement below this fires.
-    pub low_agreement: f64,
-    /// Gate: agreement at or above this can make a short query navigational.
-    pub high_agreement: f64,
-    /// Gate: top-1 dense cosine below this fires.
-    pub low_confidence: f64,
-    /// Gate: queries of at most this many words may be navigational.
-    pub navigational_max_words: usize,
-    /// Seeds: the KG nodes of this many base candidates follow the query seeds.
-    pub seed_docs_k: usize,
-    /// Seeds: at most this many nodes.
-    pub seed_node_cap: usize,
+#[serde(default, deny_unknown_fields)]
+pub struct LaneSet {
     /// Which lanes run when the gate fires (none: the Expander alone).
     pub lanes: Vec<Lane>,
     /// RRF constant between the lanes.
     pub lane_rrf_k: f32,
-    /// Traversal: hops from the seeds.
-    pub max_hops: usize,
-    /// Traversal: score multiplier per hop.
-    pub hop_decay: f32,
-    /// Traversal: score of a seed node's chunks.
-    pub seed_score: f32,
-    /// Hypergraph: entry weight of a seed the query does not name.
-    pub alpha: f32,
-    /// Hypergraph: minimum `s_hyp`.
-    pub s_hyp_min: f32,
-    /// Hypergraph: most hyperedges after the prune.
-    pub max_hyperedges: usize,
-    /// Hypergraph: restart probability.
-    pub restart: f32,
-    /// Hypergraph: walk rounds.
-    pub iterations: usize,
-    /// Hypergraph: coverage gate's minimum `ρ` for a hyperedge covering no query seed.
-    pub min_rho: f32,
-    /// Chunks each lane returns at most.
-    pub lane_k: usize,
-    /// Rescued candidates appended at most.
-    pub rescue_cap: usize,
-    /// Union scores are `1 / (rank_score_k + rank)`.
-    pub rank_score_k: f32,
 }
 
-impl Default for RescueConfig {
+impl Default for LaneSet {
     fn default() -> Self {
-        let e = ExpanderParams::default();
-        let g = GateParams::default();
-        let t = TraversalParams::default();
-        let h = HypergraphParams::default();
-        RescueConfig {
-            pool_k: 100,
-            rrf_k: 60.0,
-            seed_top_k: e.seed_top_k,
-            hop_weight: e.hop_weight,
-            community_weight: e.community_weight,
-            centrality_weight: e.centrality_weight,
-            graph_mode: g.graph_mode,
-            relation_cues: g.relation_cues,
-            entity_heavy_seeds: g.entity_heavy_seeds,
-            agreement_k: g.agreement_k,
-            low_agreement: g.low_agreement,
-            high_agreement: g.high_agreement,
-            low_confidence: g.low_confidence,
-            navigational_max_words: g.navigational_max_words,
-            seed_docs_k: 5,
-            seed_node_cap: 32,
+        LaneSet {
             lanes: vec![Lane::Traversal, Lane::Hypergraph],
             lane_rrf_k: 60.0,
-            max_hops: t.max_hops,
-            hop_decay: t.hop_decay,
-            seed_score: t.seed_score,
-            alpha: h.alpha,
-            s_hyp_min: h.s_hyp_min,
-            max_hyperedges: h.max_hyperedges,
-            restart: h.restart,
-            iterations: h.iterations,
-            min_rho: h.min_rho,
-            lane_k: t.lane_k,
-            rescue_cap: 50,
-            rank_score_k: 60.0,
         }
     }
 }
 
-impl RescueConfig {
-    /// The Expander's parameters.
-    pub fn expander(&self) -> ExpanderParams {
-        ExpanderParams {
-            seed_top_k: self.seed_top_k,
-            hop_weight: self.hop_weight,
-            community_weight: self.community_weight,
-            centrality_weight: self.centrality_weight,
-        }
-    }
-
-    /// The gate's parameters.
-    pub fn gate(&self) -> GateParams {
-        GateParams {
-            graph_mode: self.graph_mode,
-            relation_cues: self.relation_cues.clone(),
-            entity_heavy_seeds: self.entity_heavy_seeds,
-            agreement_k: self.agreement_k,
-            low_agreement: self.low_agreement,
-            high_agreement: self.high_agreement,
-            low_confidence: self.low_confidence,
-            navigational_max_words: self.navigational_max_words,
-        }
-    }
-
-    /// The traversal lane's parameters.
-    pub fn traversal(&self) -> TraversalParams {
-        TraversalParams {
-            max_hops: self.max_hops,
-            hop_decay: self.hop_decay,
-            seed_score: self.seed_score,
-            lane_k: self.lane_k,
-        }
-    }
-
-    /// The hypergraph lane's parameters.
-    pub fn hypergraph(&self) -> HypergraphParams {
-        HypergraphParams {
-            alpha: self.alpha,
-            s_hyp_min: self.s_hyp_min,
-            max_hyperedges: self.max_hyperedges,
-            restart: self.restart,
-            iterations: self.iterations,
-            min_rho: self.min_rho,
-            lane_k: self.lane_k,
-        }
-    }
-
-    /// Range checks; errors name leg `name` and the field.
-    pub fn validate(&self, name: &str) -> Result<(), LegError> {
-        let c = Check(name);
-        c.at_least("pool_k", self.pool_k, 1)?;
-        c.positive("rrf_k", self.rrf_k as f64)?;
-        c.non_negative("hop_weight", self.hop_weight as f64)?;
-        c.non_negative("community_weight", self.community_weight as f64)?;
-        c.non_negative("centrality_weight", self.centrality_weight as f64)?;
-        for (i, cue) in self.relation_cues.iter().enumerate() {
-            if cue.is_empty() || cue.chars().any(|ch| !ch.is_alphanumeric()) {
-                return c.fail(
-                    "relation_cues",
-                    &format!("entry {i} ({cue:?}) must be one alphanumeric word"),
-                );
-            }
-        }
-        c.at_least("entity_heavy_seeds", self.entity_heavy_seeds, 1)?;
-        c.at_least("agreement_k", self.agreement_k, 1)?;
-        c.unit("low_agreement", self.low_agreement)?;
-        c.unit("high_agreement", self.high_agreement)?;
-        c.range("low_confidence", self.low_confidence, -1.0, 1.0)?;
-        c.at_least("seed_node_cap", self.seed_node_cap, 1)?;
+impl Checked for LaneSet {
+    fn check(&self, c: &Check<'_>) -> Result<(), LegError> {
         let mut lanes = self.lanes.clone();
         lanes.sort_unstable();
         lanes.dedup();
         if lanes.len() != self.lanes.len() {
             return c.fail("lanes", "names a lane twice");
         }
-        c.positive("lane_rrf_k", self.lane_rrf_k as f64)?;
-        c.at_most("max_hops", self.max_hops, 16)?;
-        c.unit("hop_decay", self.hop_decay as f64)?;
-        c.positive("seed_score", self.seed_score as f64)?;
-        c.non_negative("alpha", self.alpha as f64)?;
-        c.unit("s_hyp_min", self.s_hyp_min as f64)?;
-        c.at_least("max_hyperedges", self.max_hyperedges, 1)?;
-        c.unit("restart", self.restart as f64)?;
-        c.at_least("iterations", self.iterations, 1)?;
-        c.unit("min_rho", self.min_rho as f64)?;
-        c.at_least("lane_k", self.lane_k, 1)?;
-        c.positive("rank_score_k", self.rank_score_k as f64)?;
-        Ok(())
+        c.positive("lane_rrf_k", self.lane_rrf_k as f64)
+    }
+}
+
+/// `rescue_cap` and `rank_score_k`: how the rescued tail joins the base.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Tail {
+    /// Rescued candidates appended at most.
+    pub rescue_cap: usize,
+    /// Union scores are `1 / (rank_score_k + rank)`.
+    pub rank_score_k: f32,
+}
+
+impl Default for Tail {
+    fn default() -> Self {
+        Tail {
+            rescue_cap: 50,
+            rank_score_k: 60.0,
+        }
+    }
+}
+
+impl Checked for Tail {
+    fn check(&self, c: &Check<'_>) -> Result<(), LegError> {
+        c.positive("rank_score_k", self.rank_score_k as f64)
+    }
+}
+
+crate::leaf_params!(LaneSet, Tail);
+
+flat_params! {
+    /// Every parameter of graph rescue, flat as written in `campaign.yaml`, grouped by the stage
+    /// that reads it. Every default is the seed's measured operating point (`low_confidence`,
+    /// `min_rho` and the relation cues are hopbench's choices where the seed states none).
+    pub struct RescueConfig {
+        /// The hybrid base.
+        pub first: FirstStage,
+        /// The Expander rescore.
+        pub expander: ExpanderParams,
+        /// The gate.
+        pub gate: GateParams,
+        /// The lanes' seed set.
+        pub seeds: Seeds,
+        /// Which lanes run and how they are fused.
+        pub lanes: LaneSet,
+        /// Chunks each lane returns at most.
+        pub lane_cap: LaneCap,
+        /// The traversal lane.
+        pub traversal: TraversalParams,
+        /// The hypergraph lane.
+        pub hypergraph: HypergraphParams,
+        /// How the rescued tail joins the base.
+        pub tail: Tail,
+    }
+}
+
+impl RescueConfig {
+    /// Whether the hypergraph lane runs when the gate fires.
+    pub fn has_hypergraph_lane(&self) -> bool {
+        self.lanes.lanes.contains(&Lane::Hypergraph)
     }
 }
 
@@ -363,27 +254,29 @@ impl RescueOutput {
             diagnostics: self.diagnostics(),
             hyperedges: has_hypergraph_lane.then(|| self.hyperedges.clone()),
             seeds: self.seeds.clone(),
+            rescue_stage: true,
             annotations: Default::default(),
         }
     }
 }
 
-/// The `graph_rescue` leg.
-pub struct GraphRescueLeg {
+/// Graph rescue over an export: the ranking of the `graph_rescue` kind, and the retrieval the
+/// oracles and the selecting kinds build on.
+pub struct GraphRescue {
     export: Arc<Export>,
-    hybrid: HybridLeg,
+    hybrid: Hybrid,
     config: RescueConfig,
     gate: Gate,
 }
 
-impl GraphRescueLeg {
-    /// Builds the leg (the config must be valid: see [`RescueConfig::validate`]). An export whose
-    /// KG has no entities still runs: the lanes find nothing and the Expander is a no-op.
-    pub fn new(export: Arc<Export>, config: RescueConfig) -> Result<Self, LegError> {
-        Ok(GraphRescueLeg {
-            hybrid: HybridLeg::new(export.clone(), config.pool_k, config.rrf_k)?,
-            gate: Gate::new(&config.gate()),
-            export,
+impl GraphRescue {
+    /// Builds the ranking (the config must be valid: see [`RescueConfig::check`]). An export
+    /// whose KG has no entities still runs: the lanes find nothing and the Expander is a no-op.
+    pub fn new(export: &Arc<Export>, config: RescueConfig) -> Result<Self, LegError> {
+        Ok(GraphRescue {
+            hybrid: config.first.hybrid(export)?,
+            gate: Gate::new(&config.gate),
+            export: export.clone(),
             config,
         })
     }
@@ -393,20 +286,17 @@ impl GraphRescueLeg {
         &self.config
     }
 
-    /// The export.
-    pub fn export(&self) -> &Arc<Export> {
-        &self.export
-    }
-
     /// The whole retrieval, for selectors and oracles.
     pub fn retrieve_full(&self, q: &QueryInput<'_>) -> RescueOutput {
         let cfg = &self.config;
         let kg = &self.export.kg;
-        let (base, dense, bm25) = self.hybrid.base(q);
+        let first = self.hybrid.base(q);
+        let (base, dense, bm25) = (first.fused, first.dense, first.bm25);
         let qs = query_seeds(kg, &self.export.kg_index, q.text);
         let gate = self.gate.decide(q.text, qs.len(), &dense, &bm25);
+        let tail = cfg.tail;
         if !gate.fire {
-            let union = append_and_dedupe(&base, &[], cfg.rescue_cap, cfg.rank_score_k);
+            let union = append_and_dedupe(&base, &[], tail.rescue_cap, tail.rank_score_k);
             return RescueOutput {
                 base,
                 union,
@@ -416,27 +306,22 @@ impl GraphRescueLeg {
                 seeds: Vec::new(),
             };
         }
-        let base = expand(kg, base, &cfg.expander());
-        let seeds = graph_seeds(
-            &qs,
-            &base,
-            &kg.chunk_nodes,
-            cfg.seed_docs_k,
-            cfg.seed_node_cap,
-        );
+        let base = expand(kg, base, &cfg.expander);
+        let seeds = graph_seeds(&qs, &base, &kg.chunk_nodes, &cfg.seeds);
         let graph = ExportGraph {
             kg,
             index: &self.export.kg_index,
             num_chunks: self.export.chunks.len(),
         };
+        let lane_k = cfg.lane_cap.lane_k;
         let mut lists: Vec<Vec<Candidate>> = Vec::with_capacity(2);
         let mut hyperedges = Vec::new();
         if !seeds.is_empty() {
-            for lane in &cfg.lanes {
+            for lane in &cfg.lanes.lanes {
                 match lane {
-                    Lane::Traversal => lists.push(traverse(&graph, &seeds, &cfg.traversal())),
+                    Lane::Traversal => lists.push(traverse(&graph, &seeds, &cfg.traversal, lane_k)),
                     Lane::Hypergraph => {
-                        let h = hypergraph(&graph, &seeds, &qs, &cfg.hypergraph());
+                        let h = hypergraph(&graph, &seeds, &qs, &cfg.hypergraph, lane_k);
                         hyperedges = h.hyperedges;
                         lists.push(h.chunks);
                     }
@@ -444,8 +329,8 @@ impl GraphRescueLeg {
             }
         }
         let refs: Vec<&[Candidate]> = lists.iter().map(Vec::as_slice).collect();
-        let rescue = rrf(&refs, cfg.lane_rrf_k, None);
-        let union = append_and_dedupe(&base, &rescue, cfg.rescue_cap, cfg.rank_score_k);
+        let rescue = rrf(&refs, cfg.lanes.lane_rrf_k, None);
+        let union = append_and_dedupe(&base, &rescue, tail.rescue_cap, tail.rank_score_k);
         RescueOutput {
             base,
             union,
@@ -457,18 +342,10 @@ impl GraphRescueLeg {
     }
 }
 
-impl Leg for GraphRescueLeg {
+impl Ranker for GraphRescue {
     fn retrieve(&self, q: &QueryInput<'_>) -> Retrieval {
         self.retrieve_full(q)
-            .to_retrieval(self.config.lanes.contains(&Lane::Hypergraph))
-    }
-    fn select(
-        &self,
-        _q: &QueryInput<'_>,
-        r: &Retrieval,
-        _budget: Option<u64>,
-    ) -> Result<Selection, LegError> {
-        select_none(&self.export, r)
+            .to_retrieval(self.config.has_hypergraph_lane())
     }
 }
 
@@ -552,7 +429,13 @@ pub(crate) mod fixtures {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::first_stage::HybridLeg;
+    use crate::gate::GraphMode;
+
+    fn mode_config(mode: GraphMode) -> RescueConfig {
+        let mut c = RescueConfig::default();
+        c.gate.graph_mode = mode;
+        c
+    }
 
     fn c(chunk: u32, score: f32) -> Candidate {
         Candidate::new(chunk, score)
@@ -616,44 +499,34 @@ mod tests {
 
     #[test]
     fn config_parses_defaults_and_rejects_unknown_keys_and_bad_ranges() {
+        use crate::params::{Check, Params};
         let d: RescueConfig = serde_json::from_str("{}").unwrap();
         assert_eq!(d, RescueConfig::default());
-        assert_eq!(d.lanes, vec![Lane::Traversal, Lane::Hypergraph]);
+        assert_eq!(d.lanes.lanes, vec![Lane::Traversal, Lane::Hypergraph]);
         assert!(serde_json::from_str::<RescueConfig>(r#"{"hop_wieght": 0.1}"#).is_err());
         let m: RescueConfig =
             serde_json::from_str(r#"{"graph_mode": "off", "lanes": ["traversal"]}"#).unwrap();
         assert_eq!(
-            (m.graph_mode, m.lanes),
+            (m.gate.graph_mode, m.lanes.lanes),
             (GraphMode::Off, vec![Lane::Traversal])
         );
-        assert!(RescueConfig::default().validate("g").is_ok());
-        let bad = RescueConfig {
-            restart: 1.5,
-            ..Default::default()
-        };
-        match bad.validate("g") {
+        assert!(RescueConfig::default().check(&Check("g")).is_ok());
+        let mut bad = RescueConfig::default();
+        bad.hypergraph.restart = 1.5;
+        match bad.check(&Check("g")) {
             Err(LegError::Config { field, .. }) => assert_eq!(field, "restart"),
             other => panic!("{other:?}"),
         }
-        let bad = RescueConfig {
-            lanes: vec![Lane::Traversal, Lane::Traversal],
-            ..Default::default()
-        };
-        assert!(bad.validate("g").is_err());
+        let mut bad = RescueConfig::default();
+        bad.lanes.lanes = vec![Lane::Traversal, Lane::Traversal];
+        assert!(bad.check(&Check("g")).is_err());
     }
 
     #[test]
     fn graph_mode_off_ranks_exactly_like_bm25() {
         let export = fixtures::synthetic();
-        let leg = GraphRescueLeg::new(
-            export.clone(),
-            RescueConfig {
-                graph_mode: GraphMode::Off,
-                ..Default::default()
-            },
-        )
-        .unwrap();
-        let hybrid = HybridLeg::new(export.clone(), 100, 60.0).unwrap();
+        let leg = GraphRescue::new(&export, mode_config(GraphMode::Off)).unwrap();
+        let hybrid = FirstStage::default().hybrid(&export).unwrap();
         for i in 0..export.queries.len() {
             let q = QueryInput::from_export(&export, i);
             let out = leg.retrieve_full(&q);
@@ -667,14 +540,7 @@ mod tests {
     #[test]
     fn base_is_100_to_200_long_and_rescue_starts_at_its_end() {
         let export = fixtures::synthetic();
-        let leg = GraphRescueLeg::new(
-            export.clone(),
-            RescueConfig {
-                graph_mode: GraphMode::Force,
-                ..Default::default()
-            },
-        )
-        .unwrap();
+        let leg = GraphRescue::new(&export, mode_config(GraphMode::Force)).unwrap();
         let mut rescued_any = 0;
         for i in 0..export.queries.len() {
             let q = QueryInput::from_export(&export, i);
@@ -708,15 +574,8 @@ mod tests {
         e.kg = Default::default();
         e.kg_index = Default::default();
         let export = Arc::new(e);
-        let hybrid = HybridLeg::new(export.clone(), 100, 60.0).unwrap();
-        let leg = GraphRescueLeg::new(
-            export.clone(),
-            RescueConfig {
-                graph_mode: GraphMode::Force,
-                ..Default::default()
-            },
-        )
-        .unwrap();
+        let hybrid = FirstStage::default().hybrid(&export).unwrap();
+        let leg = GraphRescue::new(&export, mode_config(GraphMode::Force)).unwrap();
         let q = QueryInput::from_export(&export, 0);
         let out = leg.retrieve_full(&q);
         assert!(out.gate.fire && out.query_seeds.is_empty() && out.seeds.is_empty());
@@ -731,7 +590,7 @@ mod tests {
     #[test]
     fn auto_gate_and_diagnostics_on_the_synthetic_export() {
         let export = fixtures::synthetic();
-        let leg = GraphRescueLeg::new(export.clone(), RescueConfig::default()).unwrap();
+        let leg = GraphRescue::new(&export, RescueConfig::default()).unwrap();
         let mut fired = 0;
         for i in 0..export.queries.len() {
             let q = QueryInput::from_export(&export, i);
@@ -789,14 +648,7 @@ mod tests {
             .collect();
         let vecs: Vec<Vec<f32>> = texts.iter().map(|t| fixtures::embed(t, 384)).collect();
         for mode in [GraphMode::Off, GraphMode::Force] {
-            let leg = GraphRescueLeg::new(
-                export.clone(),
-                RescueConfig {
-                    graph_mode: mode,
-                    ..Default::default()
-                },
-            )
-            .unwrap();
+            let leg = GraphRescue::new(&export, mode_config(mode)).unwrap();
             let mut ms: Vec<f64> = Vec::new();
             let mut rescued = 0.0;
             for (t, v) in texts.iter().zip(&vecs) {
@@ -878,7 +730,7 @@ mod tests {
                 continue;
             }
             let export = Arc::new(hopbench_datasets::export::load(&dir).unwrap());
-            let leg = GraphRescueLeg::new(export.clone(), RescueConfig::default()).unwrap();
+            let leg = GraphRescue::new(&export, RescueConfig::default()).unwrap();
             let n = export.queries.len();
             let mut counts = BTreeMap::<String, usize>::new();
             let mut conf = Vec::new();

@@ -116,6 +116,21 @@ pub enum TokenCounterSpec {
 }
 
 impl TokenCounterSpec {
+    /// An unknown tiktoken encoding is a configuration error at campaign load, not mid-run.
+    pub fn check(&self, c: &crate::params::Check<'_>) -> Result<(), LegError> {
+        match self {
+            TokenCounterSpec::Tiktoken(enc) if !TIKTOKEN_ENCODINGS.contains(&enc.as_str()) => c
+                .fail(
+                    "token_counter.tiktoken",
+                    &format!(
+                        "unknown encoding `{enc}` (known: {})",
+                        TIKTOKEN_ENCODINGS.join(", ")
+                    ),
+                ),
+            _ => Ok(()),
+        }
+    }
+
     /// Builds the counter. An unknown tiktoken encoding is a [`LegError::Config`] on field
     /// `token_counter` that lists the valid encodings.
     pub fn build(&self) -> Result<Box<dyn TokenCounter>, LegError> {

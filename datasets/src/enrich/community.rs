@@ -15,13 +15,13 @@
 //! the result depends only on the graph and the seed. Final labels are canonical: communities
 //! are numbered `0, 1, ...` in order of their smallest member node id.
 
+use crate::csr::Csr;
 use crate::rng::SplitMix64;
 
 /// Weighted undirected graph in CSR form; self-loops are kept apart.
 struct Graph {
-    off: Vec<usize>,
-    nbr: Vec<u32>,
-    w: Vec<f64>,
+    /// Row `i`: `(neighbour, weight)` of node `i`, sorted by neighbour.
+    adj: Csr<(u32, f64)>,
     /// Self-loop weight per node (counts twice in the node's strength).
     self_w: Vec<f64>,
     /// Strength: sum of incident weights, self-loop counted twice.
@@ -33,52 +33,12 @@ struct Graph {
 impl Graph {
     /// From `(a, b, w)` with `a != b`, one entry per undirected pair (any order), and self-loops.
     fn new(n: usize, pairs: &[(u32, u32, f64)], self_w: Vec<f64>) -> Graph {
-        let mut deg = vec![0usize; n + 1];
-        for &(a, b, _) in pairs {
-            deg[a as usize + 1] += 1;
-            deg[b as usize + 1] += 1;
-        }
-        for i in 0..n {
-            deg[i + 1] += deg[i];
-        }
-        let off = deg;
-        let mut fill = off.clone();
-        let mut nbr = vec![0u32; off[n]];
-        let mut w = vec![0f64; off[n]];
-        for &(a, b, x) in pairs {
-            for (u, v) in [(a, b), (b, a)] {
-                let p = fill[u as usize];
-                nbr[p] = v;
-                w[p] = x;
-                fill[u as usize] += 1;
-            }
-        }
-        // sort each adjacency run by neighbour (pairs come sorted, but be explicit)
-        for i in 0..n {
-            let (s, e) = (off[i], off[i + 1]);
-            let mut run: Vec<(u32, f64)> = nbr[s..e]
-                .iter()
-                .copied()
-                .zip(w[s..e].iter().copied())
-                .collect();
-            run.sort_by_key(|r| r.0);
-            for (p, (v, x)) in run.into_iter().enumerate() {
-                nbr[s + p] = v;
-                w[s + p] = x;
-            }
-        }
+        let adj = Csr::undirected(n, pairs.iter().copied());
         let k: Vec<f64> = (0..n)
-            .map(|i| w[off[i]..off[i + 1]].iter().sum::<f64>() + 2.0 * self_w[i])
+            .map(|i| adj.row(i).iter().map(|e| e.1).sum::<f64>() + 2.0 * self_w[i])
             .collect();
         let m2 = k.iter().sum();
-        Graph {
-            off,
-            nbr,
-            w,
-            self_w,
-            k,
-            m2,
-        }
+        Graph { adj, self_w, k, m2 }
     }
 
     fn len(&self) -> usize {
@@ -103,12 +63,12 @@ fn local_moving(g: &Graph, rng: &mut SplitMix64) -> (Vec<u32>, bool) {
             let i = i as usize;
             let ci = comm[i];
             let ki = g.k[i];
-            for p in g.off[i]..g.off[i + 1] {
-                let c = comm[g.nbr[p] as usize];
+            for &(j, w) in g.adj.row(i) {
+                let c = comm[j as usize];
                 if neigh[c as usize] == 0.0 {
                     touched.push(c);
                 }
-                neigh[c as usize] += g.w[p];
+                neigh[c as usize] += w;
             }
             tot[ci as usize] -= ki;
             let stay = neigh[ci as usize] - tot[ci as usize] * ki / g.m2;
@@ -170,16 +130,16 @@ fn aggregate(g: &Graph, comm: &[u32]) -> Graph {
     for i in 0..g.len() {
         let ci = comm[i];
         self_w[ci as usize] += g.self_w[i];
-        for p in g.off[i]..g.off[i + 1] {
-            let j = g.nbr[p] as usize;
+        for &(j, w) in g.adj.row(i) {
+            let j = j as usize;
             if j <= i {
                 continue;
             }
             let cj = comm[j];
             if ci == cj {
-                self_w[ci as usize] += g.w[p];
+                self_w[ci as usize] += w;
             } else {
-                pairs.push((ci.min(cj), ci.max(cj), g.w[p]));
+                pairs.push((ci.min(cj), ci.max(cj), w));
             }
         }
     }

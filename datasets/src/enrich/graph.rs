@@ -9,6 +9,7 @@ use super::community::louvain;
 use super::pagerank::pagerank;
 use super::text::{alias_ok, fold, sentences, title_aliases, Hit, Matcher};
 use super::{EnrichConfig, Hyperedge, KnowledgeGraph};
+use crate::csr::Csr;
 
 /// Co-occurrence pairs are formed among at most this many mentioned nodes per chunk (the first
 /// ones in text order), so a list-like chunk costs at most `30 * 29 / 2` pairs.
@@ -134,40 +135,13 @@ fn edges_of(scans: &[ChunkScan]) -> Vec<(u32, u32, f32)> {
     edges
 }
 
-/// CSR adjacency (neighbour ids only) of `n` nodes.
-pub(crate) fn adjacency(n: usize, edges: &[(u32, u32, f32)]) -> (Vec<usize>, Vec<u32>) {
-    let mut off = vec![0usize; n + 1];
-    for &(a, b, _) in edges {
-        off[a as usize + 1] += 1;
-        off[b as usize + 1] += 1;
-    }
-    for i in 0..n {
-        off[i + 1] += off[i];
-    }
-    let mut fill = off.clone();
-    let mut nbr = vec![0u32; off[n]];
-    // edges are sorted by (a, b): every run ends up ascending
-    for &(a, b, _) in edges {
-        nbr[fill[a as usize]] = b;
-        fill[a as usize] += 1;
-    }
-    for &(a, b, _) in edges {
-        nbr[fill[b as usize]] = a;
-        fill[b as usize] += 1;
-    }
-    for i in 0..n {
-        nbr[off[i]..off[i + 1]].sort_unstable();
-    }
-    (off, nbr)
-}
-
 /// Per chunk: the union of the neighbours of its nodes, minus its nodes, ascending.
 pub(crate) fn reach_of(
     n: usize,
     edges: &[(u32, u32, f32)],
     chunk_nodes: &[Vec<u32>],
 ) -> Vec<Vec<u32>> {
-    let (off, nbr) = adjacency(n, edges);
+    let adj = Csr::undirected(n, edges.iter().map(|&(a, b, _)| (a, b, ())));
     chunk_nodes
         .par_iter()
         .map_init(
@@ -183,7 +157,7 @@ pub(crate) fn reach_of(
                 }
                 let mut out = Vec::new();
                 for &v in nodes {
-                    for &u in &nbr[off[v as usize]..off[v as usize + 1]] {
+                    for &(u, ()) in adj.row(v as usize) {
                         if mark[u as usize] != *stamp {
                             mark[u as usize] = *stamp;
                             out.push(u);

@@ -2,53 +2,22 @@
 
 use super::text::{fold, Matcher};
 use super::KnowledgeGraph;
+use crate::csr::Csr;
 
 /// Query-time indices derived from a [`KnowledgeGraph`] when an export is loaded (never stored):
 /// the alias matcher, node -> chunks, node adjacency, node -> hyperedges.
 ///
-/// Every per-node lookup is a CSR slice; a node id out of range gives an empty slice.
+/// Every per-node lookup is a CSR row; a node id out of range gives an empty slice.
 #[derive(Debug, Clone, Default)]
 pub struct KgIndex {
     /// The alias automaton (`None` when the graph has no aliases).
     matcher: Option<Matcher>,
-    /// `node_chunks[chunk_off[v]..chunk_off[v + 1]]` = chunks mentioning `v`.
-    chunk_off: Vec<u32>,
-    node_chunks: Vec<u32>,
-    /// `adj[adj_off[v]..adj_off[v + 1]]` = neighbours of `v` with weights.
-    adj_off: Vec<u32>,
-    adj: Vec<(u32, f32)>,
-    /// `node_hyper[hyper_off[v]..hyper_off[v + 1]]` = hyperedges containing `v`.
-    hyper_off: Vec<u32>,
-    node_hyper: Vec<u32>,
-}
-
-/// CSR from `(row, value)` pairs grouped by row; values keep their input order within a row.
-fn csr<T: Copy + Default>(
-    rows: usize,
-    items: impl Iterator<Item = (u32, T)> + Clone,
-) -> (Vec<u32>, Vec<T>) {
-    let mut off = vec![0u32; rows + 1];
-    for (r, _) in items.clone() {
-        off[r as usize + 1] += 1;
-    }
-    for i in 0..rows {
-        off[i + 1] += off[i];
-    }
-    let mut fill = off.clone();
-    let mut data = vec![T::default(); off[rows] as usize];
-    for (r, v) in items {
-        data[fill[r as usize] as usize] = v;
-        fill[r as usize] += 1;
-    }
-    (off, data)
-}
-
-fn slice<'a, T>(off: &[u32], data: &'a [T], node: u32) -> &'a [T] {
-    let v = node as usize;
-    if v + 1 >= off.len() {
-        return &[];
-    }
-    &data[off[v] as usize..off[v + 1] as usize]
+    /// Row `v`: the chunks mentioning `v`, ascending.
+    node_chunks: Csr<u32>,
+    /// Row `v`: the neighbours of `v` with weights, ascending by neighbour.
+    adj: Csr<(u32, f32)>,
+    /// Row `v`: the hyperedges containing `v`, ascending.
+    node_hyper: Csr<u32>,
 }
 
 impl KgIndex {
@@ -57,7 +26,7 @@ impl KgIndex {
         let n = kg.nodes.len();
         let matcher = Matcher::new(kg.aliases.iter().map(|(a, v)| (a.as_str(), *v)));
         // chunks in ascending order, so each node's run is ascending
-        let (chunk_off, node_chunks) = csr(
+        let node_chunks = Csr::from_pairs(
             n,
             kg.chunk_nodes
                 .iter()
@@ -65,18 +34,9 @@ impl KgIndex {
                 .enumerate()
                 .flat_map(|(c, vs)| vs.iter().map(move |&v| (v, c as u32))),
         );
-        // each node's run collects neighbours from both ends of its edges: sort every run
-        let (adj_off, mut adj) = csr(
-            n,
-            kg.edges
-                .iter()
-                .map(|&(a, b, w)| (a, (b, w)))
-                .chain(kg.edges.iter().map(|&(a, b, w)| (b, (a, w)))),
-        );
-        for v in 0..n {
-            adj[adj_off[v] as usize..adj_off[v + 1] as usize].sort_unstable_by_key(|x| x.0);
-        }
-        let (hyper_off, node_hyper) = csr(
+        let adj = Csr::undirected(n, kg.edges.iter().copied());
+        // hyperedges in ascending order, so each node's run is ascending
+        let node_hyper = Csr::from_pairs(
             n,
             kg.hyperedges
                 .iter()
@@ -85,11 +45,8 @@ impl KgIndex {
         );
         KgIndex {
             matcher,
-            chunk_off,
             node_chunks,
-            adj_off,
             adj,
-            hyper_off,
             node_hyper,
         }
     }
@@ -111,17 +68,17 @@ impl KgIndex {
 
     /// Chunks that mention `node` (ascending).
     pub fn node_chunks(&self, node: u32) -> &[u32] {
-        slice(&self.chunk_off, &self.node_chunks, node)
+        self.node_chunks.row_or_empty(node as usize)
     }
 
     /// Neighbours of `node` with edge weights, ascending by neighbour id.
     pub fn neighbours(&self, node: u32) -> &[(u32, f32)] {
-        slice(&self.adj_off, &self.adj, node)
+        self.adj.row_or_empty(node as usize)
     }
 
     /// Hyperedge ids that contain `node` (ascending).
     pub fn node_hyperedges(&self, node: u32) -> &[u32] {
-        slice(&self.hyper_off, &self.node_hyper, node)
+        self.node_hyper.row_or_empty(node as usize)
     }
 }
 

@@ -147,11 +147,8 @@ pub fn read_kg(dir: &Path, corpus: &Columns<'_>) -> Result<KnowledgeGraph> {
 
     // nodes
     let path = dir.join(KG_FILES[0]);
-    let batch = pq::read(&path)?;
-    let cols = Columns {
-        path: &path,
-        batch: &batch,
-    };
+    let table = pq::Table::read(&path)?;
+    let cols = table.columns();
     let ids = cols.u32s("node")?;
     let nodes = cols.strings("name")?;
     let node_community = cols.u32s("community")?;
@@ -236,11 +233,8 @@ pub fn read_kg(dir: &Path, corpus: &Columns<'_>) -> Result<KnowledgeGraph> {
 
     // aliases
     let path = dir.join(KG_FILES[1]);
-    let batch = pq::read(&path)?;
-    let cols = Columns {
-        path: &path,
-        batch: &batch,
-    };
+    let table = pq::Table::read(&path)?;
+    let cols = table.columns();
     let alias = cols.strings("alias")?;
     let alias_node = cols.u32s("node")?;
     for (r, (a, &v)) in alias.iter().zip(&alias_node).enumerate() {
@@ -273,11 +267,8 @@ pub fn read_kg(dir: &Path, corpus: &Columns<'_>) -> Result<KnowledgeGraph> {
 
     // edges
     let path = dir.join(KG_FILES[2]);
-    let batch = pq::read(&path)?;
-    let cols = Columns {
-        path: &path,
-        batch: &batch,
-    };
+    let table = pq::Table::read(&path)?;
+    let cols = table.columns();
     let ea = cols.u32s("a")?;
     let eb = cols.u32s("b")?;
     let ew = cols.f32s("weight")?;
@@ -340,11 +331,8 @@ pub fn read_kg(dir: &Path, corpus: &Columns<'_>) -> Result<KnowledgeGraph> {
 
     // hyperedges
     let path = dir.join(KG_FILES[3]);
-    let batch = pq::read(&path)?;
-    let cols = Columns {
-        path: &path,
-        batch: &batch,
-    };
+    let table = pq::Table::read(&path)?;
+    let cols = table.columns();
     let hid = cols.u32s("id")?;
     let hchunk = cols.u32s("chunk")?;
     let hnodes = cols.u32_lists("nodes")?;
@@ -487,14 +475,7 @@ mod tests {
 
     fn read_back(dir: &Path) -> Result<KnowledgeGraph> {
         let path = dir.join("corpus.parquet");
-        let batch = pq::read(&path)?;
-        read_kg(
-            dir,
-            &Columns {
-                path: &path,
-                batch: &batch,
-            },
-        )
+        read_kg(dir, &pq::Table::read(&path)?.columns())
     }
 
     #[test]

@@ -372,15 +372,8 @@ mod real_corpora {
             write_kg(tmp.path(), &kg).unwrap();
             let t_write = t.elapsed();
             let t = Instant::now();
-            let batch = crate::parquet_io::read(&cpath).unwrap();
-            let back = read_kg(
-                tmp.path(),
-                &crate::parquet_io::Columns {
-                    path: &cpath,
-                    batch: &batch,
-                },
-            )
-            .unwrap();
+            let table = crate::parquet_io::Table::read(&cpath).unwrap();
+            let back = read_kg(tmp.path(), &table.columns()).unwrap();
             let t_read = t.elapsed();
             assert_eq!(back, kg);
             eprintln!("== {file}: {} chunks", chunks.len());

@@ -12,12 +12,37 @@
 //! first-seen order. A qrel naming an unknown query is a field error; a relevant corpus id with
 //! no passage is [`GoldNotInCorpus`](crate::Error::GoldNotInCorpus). No chain, no labels.
 
-use std::collections::HashMap;
 use std::path::Path;
 
-use super::common::{push_unique, read_qrels, read_records, CorpusBuilder, Ctx, SeenIds};
-use crate::error::{Error, Result};
+use super::common::{read_records, CorpusBuilder, Ctx, SeenIds};
+use super::qrels::Judgements;
+use super::{Files, Format, Role};
+use crate::error::Result;
 use crate::model::{Passage, Question, RawDataset};
+
+/// `format: beir`: `corpus`, `queries`, `qrels` (one split's file).
+pub struct Beir;
+
+impl Format for Beir {
+    fn name(&self) -> &'static str {
+        "beir"
+    }
+    fn roles(&self) -> &'static [Role] {
+        const ROLES: &[Role] = &[
+            Role::one("corpus"),
+            Role::one("queries"),
+            Role::one("qrels"),
+        ];
+        ROLES
+    }
+    fn read(&self, files: &Files) -> Result<RawDataset> {
+        read(
+            files.one("corpus"),
+            files.one("queries"),
+            files.one("qrels"),
+        )
+    }
+}
 
 /// Read a BEIR dataset from its three files.
 pub fn read(corpus: &Path, queries: &Path, qrels: &Path) -> Result<RawDataset> {
@@ -53,37 +78,11 @@ pub fn read(corpus: &Path, queries: &Path, qrels: &Path) -> Result<RawDataset> {
         let text = ctx.root(&record.value).get("text")?.string()?;
         all.push(Question::new(id, text, Vec::new()));
     }
-    let by_id: HashMap<String, usize> = all
-        .iter()
-        .enumerate()
-        .map(|(i, q)| (q.id.clone(), i))
-        .collect();
-    for qrel in read_qrels(qrels)? {
-        let q = *by_id.get(&qrel.query).ok_or_else(|| {
-            Error::field(
-                qrels,
-                format!("line {}", qrel.line),
-                "query-id",
-                format!("no query {:?} in {}", qrel.query, queries.display()),
-            )
-        })?;
-        if qrel.score <= 0.0 {
-            continue;
-        }
-        if !builder.contains(&qrel.corpus) {
-            return Err(Error::GoldNotInCorpus {
-                path: qrels.to_path_buf(),
-                record: format!("line {} (query {:?})", qrel.line, qrel.query),
-                field: "corpus-id".to_string(),
-                gold: format!("{:?}", qrel.corpus),
-            });
-        }
-        push_unique(&mut all[q].gold, qrel.corpus);
-    }
-    let questions = all.into_iter().filter(|q| !q.gold.is_empty()).collect();
+    let mut judged = Judgements::new(all, queries, "query");
+    judged.read(qrels, |id| builder.contains(id))?;
     Ok(RawDataset {
+        questions: judged.finish(),
         passages: builder.finish(),
-        questions,
     })
 }
 
@@ -99,6 +98,7 @@ pub fn read_dir(dir: &Path, split: &str) -> Result<RawDataset> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Error;
     use std::path::PathBuf;
 
     fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
@@ -156,6 +156,22 @@ mod tests {
             .all(|q| q.chain.is_none() && q.labels.is_empty()));
         assert_eq!(read_dir(dir.path(), "test").unwrap(), d);
         assert!(matches!(read_dir(dir.path(), "dev"), Err(Error::Io { .. })));
+    }
+
+    #[test]
+    fn the_registered_format_reads_the_same() {
+        let dir = tempfile::tempdir().unwrap();
+        let (c, q, r) = fixture(dir.path());
+        let files = [
+            ("corpus", c.clone()),
+            ("queries", q.clone()),
+            ("qrels", r.clone()),
+        ]
+        .into_iter()
+        .map(|(role, p)| (role.to_string(), vec![p]))
+        .collect();
+        let files = Files::new(&Beir, files).unwrap();
+        assert_eq!(Beir.read(&files).unwrap(), read(&c, &q, &r).unwrap());
     }
 
     #[test]

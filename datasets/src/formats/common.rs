@@ -1,5 +1,5 @@
 //! Plumbing shared by the format readers: files to JSON values with errors that name the file,
-//! the record and the field; a corpus builder that enforces unique passage ids; BEIR qrels.
+//! the record and the field; a corpus builder that enforces unique passage ids.
 //!
 //! A reader never touches `serde_json::Value` directly. It wraps each record in a [`Ctx`] (file +
 //! record position + id once known) and walks it with [`Val`], whose every accessor either returns
@@ -228,6 +228,10 @@ pub(crate) struct Val<'a> {
 }
 
 impl<'a> Val<'a> {
+    /// The file this value was read from.
+    pub fn path(&self) -> &'a Path {
+        self.ctx.path
+    }
     /// A field error at this value.
     pub fn err(&self, message: impl Into<String>) -> Error {
         self.ctx.field_err(&self.field, message)
@@ -407,119 +411,6 @@ impl SeenIds {
     }
 }
 
-/// One line of a BEIR qrels file.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Qrel {
-    /// 1-based line number.
-    pub line: usize,
-    /// `query-id`.
-    pub query: String,
-    /// `corpus-id`.
-    pub corpus: String,
-    /// `score` (relevant when > 0).
-    pub score: f64,
-}
-
-/// Read a BEIR qrels TSV (`query-id<TAB>corpus-id<TAB>score`, header line optional, blank lines
-/// skipped).
-pub(crate) fn read_qrels(path: &Path) -> Result<Vec<Qrel>> {
-    let text = read_text(path)?;
-    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
-    let mut out = Vec::new();
-    let mut first = true;
-    for (i, line) in text.lines().enumerate() {
-        let line = line.trim_end_matches('\r');
-        if line.trim().is_empty() {
-            continue;
-        }
-        let cols: Vec<&str> = line.split('\t').collect();
-        if std::mem::take(&mut first) && cols[0].trim().eq_ignore_ascii_case("query-id") {
-            continue;
-        }
-        let what = format!("TSV line {}", i + 1);
-        if cols.len() != 3 {
-            return Err(Error::malformed(
-                path,
-                what,
-                format!(
-                    "expected 3 tab-separated columns (query-id, corpus-id, score), found {}",
-                    cols.len()
-                ),
-            ));
-        }
-        let score: f64 = cols[2]
-            .trim()
-            .parse()
-            .ok()
-            .filter(|s: &f64| s.is_finite())
-            .ok_or_else(|| {
-                Error::malformed(
-                    path,
-                    what.clone(),
-                    format!("score {:?} is not a number", cols[2]),
-                )
-            })?;
-        let (query, corpus) = (cols[0].trim(), cols[1].trim());
-        if query.is_empty() || corpus.is_empty() {
-            return Err(Error::malformed(path, what, "empty query-id or corpus-id"));
-        }
-        out.push(Qrel {
-            line: i + 1,
-            query: query.to_string(),
-            corpus: corpus.to_string(),
-            score,
-        });
-    }
-    Ok(out)
-}
-
-/// Join a `[sentence, ...]` list (a HotpotQA / 2Wiki context entry) with `sep`.
-pub(crate) fn join_sentences(v: &Val<'_>, sep: &str) -> Result<String> {
-    Ok(v.strings()?.join(sep))
-}
-
-/// The passages of a HotpotQA-style `context = [[title, [sentence, ...]], ...]`, merged into
-/// `corpus` with id = doc = title and the sentences joined with `sep`.
-pub(crate) fn merge_context(
-    context: &Val<'_>,
-    sep: &str,
-    corpus: &mut CorpusBuilder,
-) -> Result<()> {
-    for entry in context.items()? {
-        let parts = entry.tuple(2)?;
-        let title = parts[0].string()?;
-        let text = join_sentences(&parts[1], sep)?;
-        let passage = Passage {
-            id: title.clone(),
-            doc: Some(title.clone()),
-            title,
-            text,
-            header: None,
-        };
-        corpus.merge(context.ctx.path, passage)?;
-    }
-    Ok(())
-}
-
-/// The distinct titles of `supporting_facts = [[title, sentence_index], ...]`, in first-seen
-/// order; each must name a passage for which `corpus` says yes, else [`Error::GoldNotInCorpus`].
-pub(crate) fn supporting_titles(
-    facts: &Val<'_>,
-    corpus: &dyn Fn(&str) -> bool,
-) -> Result<Vec<String>> {
-    let mut titles = Vec::new();
-    for fact in facts.items()? {
-        let parts = fact.tuple(2)?;
-        let title = parts[0].string()?;
-        parts[1].usize()?;
-        if !corpus(&title) {
-            return Err(parts[0].gold_missing(format!("{title:?}")));
-        }
-        push_unique(&mut titles, title);
-    }
-    Ok(titles)
-}
-
 /// Where the real datasets are, for the tests that read them: `$HOPBENCH_DATA`, else
 /// `shared/datasets` beside the repository, else `/work/shared/datasets`; `None` if absent.
 #[cfg(test)]
@@ -625,35 +516,6 @@ mod tests {
         );
         let e = root.get("id").unwrap().items().unwrap_err();
         assert!(e.to_string().contains("field `id`: expected a list"), "{e}");
-    }
-
-    #[test]
-    fn qrels_parse() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = write(
-            &dir,
-            "q.tsv",
-            "query-id\tcorpus-id\tscore\nq1\td1\t1\n\nq1\td2\t0\n",
-        );
-        let q = read_qrels(&p).unwrap();
-        assert_eq!(q.len(), 2);
-        assert_eq!(
-            q[1],
-            Qrel {
-                line: 4,
-                query: "q1".into(),
-                corpus: "d2".into(),
-                score: 0.0
-            }
-        );
-        let p = write(&dir, "r.tsv", "query-id\tcorpus-id\tscore\nq1\td1\n");
-        let e = read_qrels(&p).unwrap_err();
-        assert!(
-            matches!(&e, Error::Malformed { what, .. } if what == "TSV line 2"),
-            "{e}"
-        );
-        let p = write(&dir, "s.tsv", "q1\td1\tx\n");
-        assert!(matches!(read_qrels(&p), Err(Error::Malformed { .. })));
     }
 
     #[test]

@@ -23,73 +23,64 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::common::{
-    join_sentences, merge_context, read_object_entries, read_records, supporting_titles,
-    CorpusBuilder, Ctx, Record, SeenIds,
-};
+use super::common::{read_object_entries, CorpusBuilder, Ctx, Val};
+use super::hotpot_style::{self, join_sentences, titled_passage, Layout};
+use super::{Files, Format, Role};
 use crate::error::Result;
-use crate::model::{Passage, Question, RawDataset};
+use crate::model::{Question, RawDataset};
+
+/// `format: hotpotqa`: `questions`, optional `corpus` (the HippoRAG corpus object).
+pub struct HotpotQa;
+
+impl Format for HotpotQa {
+    fn name(&self) -> &'static str {
+        "hotpotqa"
+    }
+    fn roles(&self) -> &'static [Role] {
+        const ROLES: &[Role] = &[Role::one("questions"), Role::optional("corpus")];
+        ROLES
+    }
+    fn read(&self, files: &Files) -> Result<RawDataset> {
+        read(files.one("questions"), files.optional("corpus"))
+    }
+}
 
 /// Read HotpotQA: `questions` (JSON list or JSONL), with the HippoRAG `corpus` object file
 /// (`{title: [sentence, ...]}`) when given, else with the corpus made of the questions' contexts.
 pub fn read(questions: &Path, corpus: Option<&Path>) -> Result<RawDataset> {
-    let records = read_records(questions)?;
-    let mut builder = CorpusBuilder::default();
-    match corpus {
-        Some(path) => {
-            for (title, value) in read_object_entries(path)? {
-                let ctx = Ctx::keyed(path, &title);
-                let text = join_sentences(&ctx.at("sentences", &value), "")?;
-                let passage = Passage {
-                    id: title.clone(),
-                    doc: Some(title.clone()),
-                    title,
-                    text,
-                    header: None,
-                };
-                builder.push(path, passage)?;
-            }
-        }
-        None => {
-            for record in &records {
-                let ctx = record_ctx(questions, record)?;
-                merge_context(&ctx.root(&record.value).get("context")?, "", &mut builder)?;
-            }
-        }
-    }
-    let mut seen = SeenIds::default();
-    let mut out = Vec::with_capacity(records.len());
-    for record in &records {
-        let ctx = record_ctx(questions, record)?;
-        let root = ctx.root(&record.value);
-        let id = root.get("_id")?.string()?;
-        seen.check(&ctx, "_id", &id)?;
-        let text = root.get("question")?.string()?;
-        let gold = supporting_titles(&root.get("supporting_facts")?, &|t| builder.contains(t))?;
-        let mut q = Question::new(id, text, gold.clone());
-        q.chain = Some(gold.into_iter().map(|t| vec![t]).collect());
-        let mut labels = BTreeMap::new();
-        for key in ["type", "level"] {
-            if let Some(v) = root.opt(key)? {
-                labels.insert(key.to_string(), v.string()?);
-            }
-        }
-        labels.insert("chain_order".to_string(), "unordered".to_string());
-        q.labels = labels;
-        out.push(q);
-    }
-    Ok(RawDataset {
-        passages: builder.finish(),
-        questions: out,
-    })
+    hotpot_style::read(
+        questions,
+        corpus,
+        &Layout {
+            sentence_joiner: "",
+            corpus_file,
+            finish,
+        },
+    )
 }
 
-/// The error context of a question record, named by its `_id` when it has one.
-pub(super) fn record_ctx<'a>(path: &'a Path, record: &Record) -> Result<Ctx<'a>> {
-    let mut ctx = Ctx::new(path, record.loc);
-    let id = ctx.root(&record.value).get("_id")?.string()?;
-    ctx.set_id(&id);
-    Ok(ctx)
+/// The corpus object `{title: [sentence, ...]}`, in file order.
+fn corpus_file(path: &Path, builder: &mut CorpusBuilder) -> Result<()> {
+    for (title, value) in read_object_entries(path)? {
+        let ctx = Ctx::keyed(path, &title);
+        let text = join_sentences(&ctx.at("sentences", &value), "")?;
+        builder.push(path, titled_passage(title, text))?;
+    }
+    Ok(())
+}
+
+/// One unordered chain slot per gold title; labels `type`, `level`, `chain_order`.
+fn finish(root: &Val<'_>, mut q: Question) -> Result<Question> {
+    q.chain = Some(q.gold.iter().map(|t| vec![t.clone()]).collect());
+    let mut labels = BTreeMap::new();
+    for key in ["type", "level"] {
+        if let Some(v) = root.opt(key)? {
+            labels.insert(key.to_string(), v.string()?);
+        }
+    }
+    labels.insert("chain_order".to_string(), "unordered".to_string());
+    q.labels = labels;
+    Ok(q)
 }
 
 #[cfg(test)]

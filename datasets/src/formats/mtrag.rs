@@ -30,12 +30,30 @@
 //! (`Follow-up` / `Clarification` / `N/A`, several joined with `,`), `question_type` (joined
 //! with `,`), `answerability` (joined with `,`), `collection`, `turn`, `conversation_id`.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use super::common::{push_unique, read_qrels, read_records, CorpusBuilder, Ctx, SeenIds};
+use super::common::{read_records, CorpusBuilder, Ctx, SeenIds};
+use super::qrels::Judgements;
+use super::{Files, Format, Role};
 use crate::error::{Error, Result};
 use crate::model::{Passage, Question, RawDataset, Turn};
+
+/// `format: mtrag`: `reference` (the tasks), `qrels` (one or more files, applied in order).
+pub struct Mtrag;
+
+impl Format for Mtrag {
+    fn name(&self) -> &'static str {
+        "mtrag"
+    }
+    fn roles(&self) -> &'static [Role] {
+        const ROLES: &[Role] = &[Role::one("reference"), Role::list("qrels")];
+        ROLES
+    }
+    fn read(&self, files: &Files) -> Result<RawDataset> {
+        read(files.one("reference"), files.list("qrels"))
+    }
+}
 
 /// Read MTRAG: the `reference` tasks file (JSONL) and the `qrels` TSV files, in the given order.
 pub fn read(reference: &Path, qrels: &[impl AsRef<Path>]) -> Result<RawDataset> {
@@ -102,40 +120,13 @@ pub fn read(reference: &Path, qrels: &[impl AsRef<Path>]) -> Result<RawDataset> 
         q.labels = labels;
         tasks.push(q);
     }
-    let by_id: HashMap<String, usize> = tasks
-        .iter()
-        .enumerate()
-        .map(|(i, q)| (q.id.clone(), i))
-        .collect();
+    let mut judged = Judgements::new(tasks, reference, "task");
     for path in qrels {
-        let path = path.as_ref();
-        for qrel in read_qrels(path)? {
-            let task = *by_id.get(&qrel.query).ok_or_else(|| {
-                Error::field(
-                    path,
-                    format!("line {}", qrel.line),
-                    "query-id",
-                    format!("no task {:?} in {}", qrel.query, reference.display()),
-                )
-            })?;
-            if qrel.score <= 0.0 {
-                continue;
-            }
-            if !builder.contains(&qrel.corpus) {
-                return Err(Error::GoldNotInCorpus {
-                    path: path.to_path_buf(),
-                    record: format!("line {} (query {:?})", qrel.line, qrel.query),
-                    field: "corpus-id".to_string(),
-                    gold: format!("{:?}", qrel.corpus),
-                });
-            }
-            push_unique(&mut tasks[task].gold, qrel.corpus);
-        }
+        judged.read(path.as_ref(), |id| builder.contains(id))?;
     }
-    let questions = tasks.into_iter().filter(|q| !q.gold.is_empty()).collect();
     Ok(RawDataset {
+        questions: judged.finish(),
         passages: builder.finish(),
-        questions,
     })
 }
 

@@ -36,82 +36,81 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::common::{
-    merge_context, read_records, supporting_titles, CorpusBuilder, Ctx, SeenIds, Val,
-};
-use super::hotpotqa::record_ctx;
+use super::common::{read_records, CorpusBuilder, Ctx, Val};
+use super::hotpot_style::{self, titled_passage, Layout};
+use super::{Files, Format, Role};
 use crate::error::Result;
-use crate::model::{Passage, Question, RawDataset};
+use crate::model::{Question, RawDataset};
+
+/// `format: twowiki`: `questions`, optional `corpus` (a list of `{title, text}`).
+pub struct TwoWiki;
+
+impl Format for TwoWiki {
+    fn name(&self) -> &'static str {
+        "twowiki"
+    }
+    fn roles(&self) -> &'static [Role] {
+        const ROLES: &[Role] = &[Role::one("questions"), Role::optional("corpus")];
+        ROLES
+    }
+    fn read(&self, files: &Files) -> Result<RawDataset> {
+        read(files.one("questions"), files.optional("corpus"))
+    }
+}
 
 /// Read 2WikiMultihopQA v1.1: `questions` (JSON list or JSONL), with a `corpus` file (list of
 /// `{title, text}`) when given, else with the corpus made of the questions' contexts.
 pub fn read(questions: &Path, corpus: Option<&Path>) -> Result<RawDataset> {
-    let records = read_records(questions)?;
-    let mut builder = CorpusBuilder::default();
-    match corpus {
-        Some(path) => {
-            for record in read_records(path)? {
-                let ctx = Ctx::new(path, record.loc);
-                let root = ctx.root(&record.value);
-                let title = root.get("title")?.string()?;
-                let text = root.get("text")?.string()?;
-                let passage = Passage {
-                    id: title.clone(),
-                    doc: Some(title.clone()),
-                    title,
-                    text,
-                    header: None,
-                };
-                builder.push(path, passage)?;
-            }
-        }
-        None => {
-            for record in &records {
-                let ctx = record_ctx(questions, record)?;
-                merge_context(&ctx.root(&record.value).get("context")?, " ", &mut builder)?;
-            }
-        }
-    }
-    let mut seen = SeenIds::default();
-    let mut out = Vec::with_capacity(records.len());
-    for record in &records {
-        let ctx = record_ctx(questions, record)?;
+    hotpot_style::read(
+        questions,
+        corpus,
+        &Layout {
+            sentence_joiner: " ",
+            corpus_file,
+            finish,
+        },
+    )
+}
+
+/// The corpus list `[{title, text}, ...]`, in file order.
+fn corpus_file(path: &Path, builder: &mut CorpusBuilder) -> Result<()> {
+    for record in read_records(path)? {
+        let ctx = Ctx::new(path, record.loc);
         let root = ctx.root(&record.value);
-        let id = root.get("_id")?.string()?;
-        seen.check(&ctx, "_id", &id)?;
-        let text = root.get("question")?.string()?;
-        let gold = supporting_titles(&root.get("supporting_facts")?, &|t| builder.contains(t))?;
-        let (chain, fallback) = chain(&root.get("evidences")?, &gold)?;
-        let mut labels = BTreeMap::new();
-        let kind = match root.opt("type")? {
-            Some(v) => {
-                let t = v.string()?;
-                labels.insert("type".to_string(), t.clone());
-                t
-            }
-            None => String::new(),
-        };
-        if chain.is_some() {
-            let order = match kind.as_str() {
-                "compositional" | "inference" => "ordered",
-                "comparison" => "unordered",
-                "bridge_comparison" => "partial",
-                _ => "as_published",
-            };
-            labels.insert("chain_order".to_string(), order.to_string());
-        }
-        if fallback > 0 {
-            labels.insert("chain_fallback".to_string(), fallback.to_string());
-        }
-        let mut q = Question::new(id, text, gold);
-        q.chain = chain;
-        q.labels = labels;
-        out.push(q);
+        let title = root.get("title")?.string()?;
+        let text = root.get("text")?.string()?;
+        builder.push(path, titled_passage(title, text))?;
     }
-    Ok(RawDataset {
-        passages: builder.finish(),
-        questions: out,
-    })
+    Ok(())
+}
+
+/// The chain from `evidences`; labels `type`, `chain_order` (with a chain), `chain_fallback`.
+fn finish(root: &Val<'_>, mut q: Question) -> Result<Question> {
+    let (chain, fallback) = chain(&root.get("evidences")?, &q.gold)?;
+    let mut labels = BTreeMap::new();
+    let kind = match root.opt("type")? {
+        Some(v) => {
+            let t = v.string()?;
+            labels.insert("type".to_string(), t.clone());
+            t
+        }
+        None => String::new(),
+    };
+    if chain.is_some() {
+        let order = match kind.as_str() {
+            "compositional" | "inference" => "ordered",
+            "comparison" => "unordered",
+            "bridge_comparison" => "partial",
+            _ => "as_published",
+        };
+        labels.insert("chain_order".to_string(), order.to_string());
+    }
+    if fallback > 0 {
+        labels.insert("chain_fallback".to_string(), fallback.to_string());
+    }
+    q.chain = chain;
+    q.labels = labels;
+    Ok(q)
 }
 
 /// The chain from `evidences` (see the module docs), and how many slots fell back.

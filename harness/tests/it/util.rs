@@ -56,6 +56,29 @@ impl Env {
         out
     }
 
+    /// The stdout of a successful `hopbench args...` (stderr only in the failure message).
+    pub fn stdout(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "hopbench {args:?} failed:\n{stderr}");
+        String::from_utf8_lossy(&out.stdout).to_string()
+    }
+
+    /// Filters for snapshots (regex, replacement), as uv's `INSTA_FILTERS`: they hide what
+    /// changes from run to run and machine to machine, the temp directory and the timings.
+    pub fn filters(&self) -> Vec<(String, &'static str)> {
+        vec![
+            (regex_escape(&self.path().display().to_string()), "[TEMP]"),
+            // the matrix table's last two columns: median and p95 latency
+            (
+                r"(?m)\| \d+\.\d{3} \| \d+\.\d{3} \|$".to_string(),
+                "| [MS] | [MS] |",
+            ),
+            // wall time in run-matrix's closing line
+            (r"; \d+\.\d{2} s;".to_string(), "; [TIME] s;"),
+        ]
+    }
+
     pub fn ok(&self, args: &[&str]) -> String {
         let out = self.run(args);
         let stderr = String::from_utf8_lossy(&out.stderr);
@@ -80,4 +103,27 @@ impl Env {
 pub fn deterministic(mut v: serde_json::Value) -> String {
     v.as_object_mut().unwrap().remove("timing");
     serde_json::to_string_pretty(&v).unwrap()
+}
+
+/// `text` as a regex that matches it literally.
+fn regex_escape(text: &str) -> String {
+    let mut out = String::new();
+    for c in text.chars() {
+        if r"\.+*?()|[]{}^$#&-~".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// An inline insta snapshot of `value` with the filters of `env` applied (uv's `uv_snapshot!`).
+macro_rules! snapshot {
+    ($env:expr, $value:expr, @$snapshot:literal) => {{
+        let mut settings = insta::Settings::clone_current();
+        for (regex, with) in $env.filters() {
+            settings.add_filter(&regex, with);
+        }
+        settings.bind(|| insta::assert_snapshot!($value, @$snapshot));
+    }};
 }

@@ -295,8 +295,8 @@ fn cdgr_kinds_parse_validate_and_run_on_the_synthetic_export() {
     use crate::registry::LegSpec;
     let parse = |s: &str| serde_json::from_str::<LegSpec>(s);
     assert_eq!(
-        parse(r#"{"kind":"cdgr"}"#).unwrap(),
-        LegSpec::Cdgr(CdgrConfig::default())
+        parse(r#"{"kind":"cdgr"}"#).unwrap().params(),
+        crate::params::Params::to_flat(&CdgrConfig::default())
     );
     assert!(parse(r#"{"kind":"cdr","fact_budgett":3}"#).is_err());
     let err = |s: &str| match parse(s).unwrap().validate("x") {

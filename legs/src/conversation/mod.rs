@@ -65,13 +65,16 @@
 pub mod blend;
 pub mod intent;
 pub mod references;
+pub mod session;
 pub mod threads;
 pub mod turnlog;
 
 use hopbench_datasets::Turn;
 use serde::{Deserialize, Serialize};
 
-use crate::backend::dense::dot;
+use hopbench_datasets::vector::dot;
+
+use crate::leg::Note;
 use blend::{Blend, BlendTable};
 use intent::{Intent, IntentConfig, IntentRule};
 use references::Reference;
@@ -195,15 +198,15 @@ pub struct TurnPlan {
     pub tier_c: Vec<TurnWeight>,
     /// The spec's per-turn response headers (name, value), in spec order: Tier-Blend,
     /// Turn-Intent, References-Resolved, Active-Thread, Context-Mode.
-    pub headers: Vec<(String, String)>,
+    pub headers: Vec<(Note, String)>,
 }
 
 impl TurnPlan {
-    /// Value of a header by full name.
-    pub fn header(&self, name: &str) -> Option<&str> {
+    /// Value of a header.
+    pub fn header(&self, name: Note) -> Option<&str> {
         self.headers
             .iter()
-            .find(|(n, _)| n == name)
+            .find(|(n, _)| *n == name)
             .map(|(_, v)| v.as_str())
     }
 }
@@ -307,17 +310,14 @@ pub fn assemble(
         .active_thread()
         .map_or_else(|| "none".to_string(), Thread::label);
     let headers = vec![
-        ("CRP-Context-Tier-Blend".to_string(), blend.header()),
+        (Note::TierBlend, blend.header()),
+        (Note::TurnIntent, intent.as_str().to_string()),
         (
-            "CRP-Context-Turn-Intent".to_string(),
-            intent.as_str().to_string(),
-        ),
-        (
-            "CRP-Context-References-Resolved".to_string(),
+            Note::ReferencesResolved,
             resolved.resolved_count().to_string(),
         ),
-        ("CRP-Context-Active-Thread".to_string(), active_label),
-        ("CRP-Context-Mode".to_string(), mode.as_str().to_string()),
+        (Note::ActiveThread, active_label),
+        (Note::Mode, mode.as_str().to_string()),
     ];
     TurnPlan {
         query_text: resolved.query_text,
@@ -393,14 +393,14 @@ mod tests {
         assert_eq!(plan.intent, Intent::DrillDown);
         assert_eq!(plan.intent_rule, IntentRule::Reference);
         assert_eq!(plan.query_text, "Tell me about Restic");
-        assert_eq!(plan.header("CRP-Context-Tier-Blend"), Some("30/65/5"));
-        assert_eq!(plan.header("CRP-Context-Turn-Intent"), Some("DRILL_DOWN"));
-        assert_eq!(plan.header("CRP-Context-References-Resolved"), Some("1"));
+        assert_eq!(plan.header(Note::TierBlend), Some("30/65/5"));
+        assert_eq!(plan.header(Note::TurnIntent), Some("DRILL_DOWN"));
+        assert_eq!(plan.header(Note::ReferencesResolved), Some("1"));
         assert!(plan
-            .header("CRP-Context-Active-Thread")
+            .header(Note::ActiveThread)
             .unwrap()
             .starts_with("thread-"));
-        assert_eq!(plan.header("CRP-Context-Mode"), Some("conversation"));
+        assert_eq!(plan.header(Note::Mode), Some("conversation"));
         assert_eq!(plan.headers.len(), 5);
         let w = plan.tier_c.iter().find(|w| w.index == 3).unwrap();
         assert_eq!((w.weight, w.reason), (1.0, WeightReason::Referenced));
@@ -415,7 +415,7 @@ mod tests {
         );
         assert_eq!(plan.thread_event, Some(ThreadEvent::Resumed));
         assert_eq!(plan.active_thread, Some(0));
-        assert_eq!(plan.header("CRP-Context-Active-Thread"), Some("thread-0"));
+        assert_eq!(plan.header(Note::ActiveThread), Some("thread-0"));
         assert!(plan.threads[1].dormant && !plan.threads[0].dormant);
         assert_eq!(plan.threads[0].members, vec![0, 1, 4]);
         // Previously active thread was backup: low similarity → EXPLORE.
@@ -468,18 +468,18 @@ mod tests {
         let cfg = ConversationConfig::default();
         let plan = assemble(&conv(&[("user", "What is it?")]), &embed, &cfg);
         assert_eq!(plan.intent, Intent::Explore);
-        assert_eq!(plan.header("CRP-Context-References-Resolved"), Some("0"));
+        assert_eq!(plan.header(Note::ReferencesResolved), Some("0"));
         assert_eq!(plan.active_thread, Some(0));
         let plan = assemble(&[], &embed, &cfg);
         assert_eq!(plan.intent, Intent::Explore);
-        assert_eq!(plan.header("CRP-Context-Active-Thread"), Some("none"));
+        assert_eq!(plan.header(Note::ActiveThread), Some("none"));
         let plan = assemble(
             &etcd_conversation("Write me a guide about backup"),
             &embed,
             &cfg,
         );
         assert_eq!(plan.mode, ContextMode::Hybrid);
-        assert_eq!(plan.header("CRP-Context-Mode"), Some("hybrid"));
+        assert_eq!(plan.header(Note::Mode), Some("hybrid"));
     }
 
     #[test]

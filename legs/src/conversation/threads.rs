@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::turnlog::{LoggedTurn, Speaker};
-use crate::backend::dense::dot;
+use hopbench_datasets::vector::dot;
 
 /// Threading settings.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

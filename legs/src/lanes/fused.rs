@@ -1,166 +1,67 @@
-//! The `kg` and `hyperedges` legs: a graph lane RRF-fused as a third peer of dense and BM25.
-//!
-//! This is the design the seed replaced and keeps in its table as the regression (§5.4, §5.8):
-//! a traversal list is dense at the top by construction (every chunk mentioning a seed entity
-//! scores exactly `seed_score`, ordered by id), so at equal RRF weight its arbitrary rank-1 entry
-//! contributes as much as the strongest dense hit and displaces chunks both first stages chose.
-//!
-//! The lane seeds come from the same seed function as graph rescue ([`graph_seeds`]) over the
-//! hybrid base (dense + BM25, RRF, unit-scaled). The fused list is
-//! `unit_scaled(rrf([dense, bm25, lane], rrf_k))`; the selector is `none`.
+//! One graph lane RRF-fused as a third peer of dense and BM25: `unit_scaled(rrf([dense, bm25,
+//! lane]))`, the lane run from the seeds of the hybrid base. This is the fusion the seed
+//! measured as a regression and keeps in its table (the `kg` and `hyperedges` kinds, and the
+//! ranking the `packer` kind packs).
 
 use std::sync::Arc;
 
 use hopbench_datasets::export::Export;
-use serde::{Deserialize, Serialize};
 
 use super::hypergraph::{hypergraph, HypergraphParams};
 use super::traversal::{traverse, TraversalParams};
-use super::{graph_seeds, query_seeds, ExportGraph, GraphSource};
+use super::{graph_seeds, query_seeds, ExportGraph, GraphSource, LaneCap, Seeds};
 use crate::candidate::Candidate;
-use crate::first_stage::HybridLeg;
+use crate::first_stage::{FirstStage, Hybrid};
+use crate::flat_params;
 use crate::fuse::{rrf, unit_scaled};
-use crate::leg::{select_none, Leg, LegError, QueryInput, Retrieval, Selection};
-use crate::registry::Check;
+use crate::leg::{LegError, QueryInput, Ranker, Retrieval};
 
-/// `kind: kg` — the traversal lane fused as a peer.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct KgConfig {
-    /// Candidates from each first stage.
-    pub pool_k: usize,
-    /// RRF constant over the three lists.
-    pub rrf_k: f32,
-    /// Seeds: the KG nodes of this many hybrid-base candidates follow the query seeds.
-    pub seed_docs_k: usize,
-    /// Seeds: at most this many nodes.
-    pub seed_node_cap: usize,
-    /// Hops from the seeds.
-    pub max_hops: usize,
-    /// Score multiplier per hop.
-    pub hop_decay: f32,
-    /// Score of a seed node's chunks.
-    pub seed_score: f32,
-    /// Chunks the lane returns at most.
-    pub lane_k: usize,
-}
-
-impl Default for KgConfig {
-    fn default() -> Self {
-        let t = TraversalParams::default();
-        KgConfig {
-            pool_k: 100,
-            rrf_k: 60.0,
-            seed_docs_k: 5,
-            seed_node_cap: 32,
-            max_hops: t.max_hops,
-            hop_decay: t.hop_decay,
-            seed_score: t.seed_score,
-            lane_k: t.lane_k,
-        }
+flat_params! {
+    /// The traversal lane fused as a peer: the `kg` kind's parameters, and the ranking the
+    /// `packer` kind packs.
+    pub struct TraversalFusion {
+        /// The hybrid (its `rrf_k` also fuses the three lists).
+        pub first: FirstStage,
+        /// The lane's seed set.
+        pub seeds: Seeds,
+        /// The traversal lane.
+        pub traversal: TraversalParams,
+        /// Chunks the lane returns at most.
+        pub lane_cap: LaneCap,
     }
 }
 
-impl KgConfig {
-    /// Range checks; errors name leg `name` and the field.
-    pub fn validate(&self, name: &str) -> Result<(), LegError> {
-        let c = Check(name);
-        c.at_least("pool_k", self.pool_k, 1)?;
-        c.positive("rrf_k", self.rrf_k as f64)?;
-        c.at_least("seed_node_cap", self.seed_node_cap, 1)?;
-        c.at_most("max_hops", self.max_hops, 16)?;
-        c.unit("hop_decay", self.hop_decay as f64)?;
-        c.positive("seed_score", self.seed_score as f64)?;
-        c.at_least("lane_k", self.lane_k, 1)
-    }
-
-    fn lane(&self) -> TraversalParams {
-        TraversalParams {
-            max_hops: self.max_hops,
-            hop_decay: self.hop_decay,
-            seed_score: self.seed_score,
-            lane_k: self.lane_k,
-        }
+flat_params! {
+    /// The hypergraph lane fused as a peer: the `hyperedges` kind's parameters.
+    pub struct HypergraphFusion {
+        /// The hybrid (its `rrf_k` also fuses the three lists).
+        pub first: FirstStage,
+        /// The lane's seed set.
+        pub seeds: Seeds,
+        /// The hypergraph lane.
+        pub hypergraph: HypergraphParams,
+        /// Chunks the lane returns at most.
+        pub lane_cap: LaneCap,
     }
 }
 
-/// `kind: hyperedges` — the hypergraph lane fused as a peer.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct HyperedgesConfig {
-    /// Candidates from each first stage.
-    pub pool_k: usize,
-    /// RRF constant over the three lists.
-    pub rrf_k: f32,
-    /// Seeds: the KG nodes of this many hybrid-base candidates follow the query seeds.
-    pub seed_docs_k: usize,
-    /// Seeds: at most this many nodes.
-    pub seed_node_cap: usize,
-    /// Entry weight of a seed the query does not name.
-    pub alpha: f32,
-    /// Minimum `s_hyp`.
-    pub s_hyp_min: f32,
-    /// Most hyperedges after the prune.
-    pub max_hyperedges: usize,
-    /// Restart probability.
-    pub restart: f32,
-    /// Walk rounds.
-    pub iterations: usize,
-    /// Coverage gate's minimum `ρ` for a hyperedge covering no query seed.
-    pub min_rho: f32,
-    /// Chunks the lane returns at most.
-    pub lane_k: usize,
-}
-
-impl Default for HyperedgesConfig {
-    fn default() -> Self {
-        let h = HypergraphParams::default();
-        HyperedgesConfig {
-            pool_k: 100,
-            rrf_k: 60.0,
-            seed_docs_k: 5,
-            seed_node_cap: 32,
-            alpha: h.alpha,
-            s_hyp_min: h.s_hyp_min,
-            max_hyperedges: h.max_hyperedges,
-            restart: h.restart,
-            iterations: h.iterations,
-            min_rho: h.min_rho,
-            lane_k: h.lane_k,
-        }
+impl TraversalFusion {
+    /// The fused ranking over `export`.
+    pub fn ranking(&self, export: &Arc<Export>) -> Result<FusedGraph, LegError> {
+        let lane = FusedLane::Traversal(self.traversal);
+        FusedGraph::new(export, &self.first, self.seeds, lane, self.lane_cap.lane_k)
     }
 }
 
-impl HyperedgesConfig {
-    /// Range checks; errors name leg `name` and the field.
-    pub fn validate(&self, name: &str) -> Result<(), LegError> {
-        let c = Check(name);
-        c.at_least("pool_k", self.pool_k, 1)?;
-        c.positive("rrf_k", self.rrf_k as f64)?;
-        c.at_least("seed_node_cap", self.seed_node_cap, 1)?;
-        c.non_negative("alpha", self.alpha as f64)?;
-        c.unit("s_hyp_min", self.s_hyp_min as f64)?;
-        c.at_least("max_hyperedges", self.max_hyperedges, 1)?;
-        c.unit("restart", self.restart as f64)?;
-        c.at_least("iterations", self.iterations, 1)?;
-        c.unit("min_rho", self.min_rho as f64)?;
-        c.at_least("lane_k", self.lane_k, 1)
-    }
-
-    fn lane(&self) -> HypergraphParams {
-        HypergraphParams {
-            alpha: self.alpha,
-            s_hyp_min: self.s_hyp_min,
-            max_hyperedges: self.max_hyperedges,
-            restart: self.restart,
-            iterations: self.iterations,
-            min_rho: self.min_rho,
-            lane_k: self.lane_k,
-        }
+impl HypergraphFusion {
+    /// The fused ranking over `export`.
+    pub fn ranking(&self, export: &Arc<Export>) -> Result<FusedGraph, LegError> {
+        let lane = FusedLane::Hypergraph(self.hypergraph);
+        FusedGraph::new(export, &self.first, self.seeds, lane, self.lane_cap.lane_k)
     }
 }
 
-/// Which lane a fused leg runs.
+/// Which lane is fused, with its parameters.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum FusedLane {
     /// The traversal lane.
@@ -169,70 +70,74 @@ pub enum FusedLane {
     Hypergraph(HypergraphParams),
 }
 
-/// Dense, BM25 and one graph lane as three RRF peers.
-pub struct FusedGraphLeg {
-    export: Arc<Export>,
-    hybrid: HybridLeg,
-    lane: FusedLane,
-    rrf_k: f32,
-    seed_docs_k: usize,
-    seed_node_cap: usize,
+/// Everything [`fuse_lane`] needs besides the lists.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FusedParams {
+    /// The lane.
+    pub lane: FusedLane,
+    /// Chunks the lane returns at most.
+    pub lane_k: usize,
+    /// RRF constant over the three lists.
+    pub rrf_k: f32,
+    /// How the lane's seeds are drawn.
+    pub seeds: Seeds,
 }
 
-impl FusedGraphLeg {
-    /// The `kg` leg.
-    pub fn kg(export: Arc<Export>, c: &KgConfig) -> Result<Self, LegError> {
-        Ok(FusedGraphLeg {
-            hybrid: HybridLeg::new(export.clone(), c.pool_k, c.rrf_k)?,
-            export,
-            lane: FusedLane::Traversal(c.lane()),
-            rrf_k: c.rrf_k,
-            seed_docs_k: c.seed_docs_k,
-            seed_node_cap: c.seed_node_cap,
-        })
-    }
-
-    /// The `hyperedges` leg.
-    pub fn hyperedges(export: Arc<Export>, c: &HyperedgesConfig) -> Result<Self, LegError> {
-        Ok(FusedGraphLeg {
-            hybrid: HybridLeg::new(export.clone(), c.pool_k, c.rrf_k)?,
-            export,
-            lane: FusedLane::Hypergraph(c.lane()),
-            rrf_k: c.rrf_k,
-            seed_docs_k: c.seed_docs_k,
-            seed_node_cap: c.seed_node_cap,
-        })
-    }
-}
-
-/// The fused ranking: `unit_scaled(rrf([dense, bm25, lane]))` where the lane runs from the seeds
-/// of `base` (exposed for tests over hand-built graphs).
+/// The fused ranking where the lane runs from the seeds of `base`; returns it with the seed
+/// count and the lane's length (exposed for tests over hand-built graphs).
 #[allow(clippy::too_many_arguments)]
 pub fn fuse_lane<G: GraphSource + ?Sized>(
     graph: &G,
     chunk_nodes: &[Vec<u32>],
-    lane: &FusedLane,
+    p: &FusedParams,
     query_seeds: &[u32],
     base: &[Candidate],
     dense: &[Candidate],
     bm25: &[Candidate],
-    rrf_k: f32,
-    seed_docs_k: usize,
-    seed_node_cap: usize,
 ) -> (Vec<Candidate>, usize, usize) {
-    let seeds = graph_seeds(query_seeds, base, chunk_nodes, seed_docs_k, seed_node_cap);
-    let lane_list = match lane {
-        FusedLane::Traversal(p) => traverse(graph, &seeds, p),
-        FusedLane::Hypergraph(p) => hypergraph(graph, &seeds, query_seeds, p).chunks,
+    let seeds = graph_seeds(query_seeds, base, chunk_nodes, &p.seeds);
+    let lane_list = match &p.lane {
+        FusedLane::Traversal(t) => traverse(graph, &seeds, t, p.lane_k),
+        FusedLane::Hypergraph(h) => hypergraph(graph, &seeds, query_seeds, h, p.lane_k).chunks,
     };
-    let fused = unit_scaled(rrf(&[dense, bm25, &lane_list], rrf_k, None));
+    let fused = unit_scaled(rrf(&[dense, bm25, &lane_list], p.rrf_k, None));
     (fused, seeds.len(), lane_list.len())
 }
 
-impl Leg for FusedGraphLeg {
+/// Dense, BM25 and one graph lane as three RRF peers, over an export.
+pub struct FusedGraph {
+    export: Arc<Export>,
+    hybrid: Hybrid,
+    params: FusedParams,
+}
+
+impl FusedGraph {
+    /// The fused ranking over `export`: `first` gives the hybrid (and the RRF constant of the
+    /// three-way fusion).
+    pub fn new(
+        export: &Arc<Export>,
+        first: &FirstStage,
+        seeds: Seeds,
+        lane: FusedLane,
+        lane_k: usize,
+    ) -> Result<Self, LegError> {
+        Ok(FusedGraph {
+            hybrid: first.hybrid(export)?,
+            export: export.clone(),
+            params: FusedParams {
+                lane,
+                lane_k,
+                rrf_k: first.rrf.rrf_k,
+                seeds,
+            },
+        })
+    }
+}
+
+impl Ranker for FusedGraph {
     fn retrieve(&self, q: &QueryInput<'_>) -> Retrieval {
         let kg = &self.export.kg;
-        let (base, d, b) = self.hybrid.base(q);
+        let base = self.hybrid.base(q);
         let qs = query_seeds(kg, &self.export.kg_index, q.text);
         let graph = ExportGraph {
             kg,
@@ -242,33 +147,24 @@ impl Leg for FusedGraphLeg {
         let (ranked, seeds, lane_len) = fuse_lane(
             &graph,
             &kg.chunk_nodes,
-            &self.lane,
+            &self.params,
             &qs,
-            &base,
-            &d,
-            &b,
-            self.rrf_k,
-            self.seed_docs_k,
-            self.seed_node_cap,
+            &base.fused,
+            &base.dense,
+            &base.bm25,
         );
         let mut r = Retrieval {
             ranked,
             ..Default::default()
         };
-        r.diagnostics.insert("pool_dense".into(), d.len() as f64);
-        r.diagnostics.insert("pool_bm25".into(), b.len() as f64);
+        r.diagnostics
+            .insert("pool_dense".into(), base.dense.len() as f64);
+        r.diagnostics
+            .insert("pool_bm25".into(), base.bm25.len() as f64);
         r.diagnostics.insert("query_seeds".into(), qs.len() as f64);
         r.diagnostics.insert("seed_nodes".into(), seeds as f64);
         r.diagnostics.insert("lane_len".into(), lane_len as f64);
         r
-    }
-    fn select(
-        &self,
-        _q: &QueryInput<'_>,
-        r: &Retrieval,
-        _budget: Option<u64>,
-    ) -> Result<Selection, LegError> {
-        select_none(&self.export, r)
     }
 }
 
@@ -281,6 +177,15 @@ mod tests {
         v.iter().map(|c| c.chunk).collect()
     }
 
+    fn params(lane: FusedLane) -> FusedParams {
+        FusedParams {
+            lane,
+            lane_k: 100,
+            rrf_k: 60.0,
+            seeds: Seeds::default(),
+        }
+    }
+
     #[test]
     fn a_fused_lane_is_a_third_rrf_peer() {
         // nodes 0..3, edge 0-1; chunk 5 mentions node 0 (a query seed), chunk 6 node 1
@@ -291,19 +196,8 @@ mod tests {
         let dense = [Candidate::new(1, 0.9), Candidate::new(2, 0.8)];
         let bm25 = [Candidate::new(2, 9.0), Candidate::new(1, 8.0)];
         let base = unit_scaled(rrf(&[&dense, &bm25], 60.0, None));
-        let lane = FusedLane::Traversal(TraversalParams::default());
-        let (f, seeds, lane_len) = fuse_lane(
-            &g,
-            &g.kg.chunk_nodes,
-            &lane,
-            &[0],
-            &base,
-            &dense,
-            &bm25,
-            60.0,
-            5,
-            32,
-        );
+        let p = params(FusedLane::Traversal(TraversalParams::default()));
+        let (f, seeds, lane_len) = fuse_lane(&g, &g.kg.chunk_nodes, &p, &[0], &base, &dense, &bm25);
         assert_eq!((seeds, lane_len), (1, 2)); // lane: 5 (hop 0), 6 (hop 1)
                                                // 1, 2: 1/60 + 1/61; 5: 1/60; 6: 1/61 -> the lane's head outranks nothing here but
                                                // enters the list with the weight of a first-stage rank-0 hit
@@ -311,43 +205,21 @@ mod tests {
         assert_eq!(f[0].score, 1.0);
         assert!((f[2].score as f64 - (1.0 / 60.0) / (1.0 / 60.0 + 1.0 / 61.0)).abs() < 1e-6);
         // the hypergraph lane the same way
-        let lane = FusedLane::Hypergraph(HypergraphParams::default());
-        let (f, _, lane_len) = fuse_lane(
-            &g,
-            &g.kg.chunk_nodes,
-            &lane,
-            &[0],
-            &base,
-            &dense,
-            &bm25,
-            60.0,
-            5,
-            32,
-        );
+        let p = params(FusedLane::Hypergraph(HypergraphParams::default()));
+        let (f, _, lane_len) = fuse_lane(&g, &g.kg.chunk_nodes, &p, &[0], &base, &dense, &bm25);
         assert_eq!(lane_len, 1);
         assert_eq!(ids(&f), vec![1, 2, 5]);
         // no seeds: the plain hybrid ranking
-        let (f, seeds, _) = fuse_lane(
-            &g,
-            &g.kg.chunk_nodes,
-            &lane,
-            &[],
-            &base,
-            &dense,
-            &bm25,
-            60.0,
-            5,
-            32,
-        );
+        let (f, seeds, _) = fuse_lane(&g, &g.kg.chunk_nodes, &p, &[], &base, &dense, &bm25);
         assert_eq!(seeds, 0);
         assert_eq!(f, base);
     }
 
     #[test]
-    fn fused_legs_run_on_the_synthetic_export() {
+    fn fused_rankings_run_on_the_synthetic_export() {
         let export = crate::rescue::fixtures::synthetic();
-        let kg = FusedGraphLeg::kg(export.clone(), &KgConfig::default()).unwrap();
-        let hy = FusedGraphLeg::hyperedges(export.clone(), &HyperedgesConfig::default()).unwrap();
+        let kg = TraversalFusion::default().ranking(&export).unwrap();
+        let hy = HypergraphFusion::default().ranking(&export).unwrap();
         for i in 0..export.queries.len().min(10) {
             let q = QueryInput::from_export(&export, i);
             for leg in [&kg, &hy] {

@@ -32,6 +32,8 @@ use serde::{Deserialize, Serialize};
 
 use super::GraphSource;
 use crate::candidate::Candidate;
+use crate::leg::LegError;
+use crate::params::{Check, Checked};
 
 /// Hypergraph lane parameters (defaults: the seed's operating point where it states one).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -49,8 +51,6 @@ pub struct HypergraphParams {
     pub iterations: usize,
     /// Coverage gate: a hyperedge covering no query seed needs at least this `ρ`.
     pub min_rho: f32,
-    /// Chunks the lane returns at most.
-    pub lane_k: usize,
 }
 
 impl Default for HypergraphParams {
@@ -62,10 +62,22 @@ impl Default for HypergraphParams {
             restart: 0.15,
             iterations: 20,
             min_rho: 0.01,
-            lane_k: 100,
         }
     }
 }
+
+impl Checked for HypergraphParams {
+    fn check(&self, c: &Check<'_>) -> Result<(), LegError> {
+        c.non_negative("alpha", self.alpha as f64)?;
+        c.unit("s_hyp_min", self.s_hyp_min as f64)?;
+        c.at_least("max_hyperedges", self.max_hyperedges, 1)?;
+        c.unit("restart", self.restart as f64)?;
+        c.at_least("iterations", self.iterations, 1)?;
+        c.unit("min_rho", self.min_rho as f64)
+    }
+}
+
+crate::leaf_params!(HypergraphParams);
 
 /// What the hypergraph lane returns.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -84,6 +96,7 @@ pub fn hypergraph<G: GraphSource + ?Sized>(
     seeds: &[u32],
     query_seeds: &[u32],
     p: &HypergraphParams,
+    lane_k: usize,
 ) -> HypergraphLane {
     let num_nodes = graph.num_nodes() as u32;
     // 1. entry nodes, ascending, with weights
@@ -211,7 +224,7 @@ pub fn hypergraph<G: GraphSource + ?Sized>(
     kept.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
     let mut chunks: Vec<Candidate> = Vec::new();
     for &(e, r) in &kept {
-        if chunks.len() >= p.lane_k {
+        if chunks.len() >= lane_k {
             break;
         }
         let c = graph.hyperedge_chunk(e);
@@ -305,7 +318,7 @@ mod tests {
     fn s_hyp_prune_walk_and_ordering() {
         let g = graph();
         // query seed 0 (w 1.0), doc seed 2 (w 0.5)
-        let lane = hypergraph(&g, &[0, 2], &[0], &HypergraphParams::default());
+        let lane = hypergraph(&g, &[0, 2], &[0], &HypergraphParams::default(), 100);
         // expansion: node 0 -> {0, 3, 5}; node 2 -> {1, 2}
         // s_hyp: e0 1/2, e1 0.5/2, e2 0.5/4 = 0.125 (pruned), e3 1/2, e5 1/3
         let ids: Vec<u32> = lane.hyperedges.iter().map(|h| h.0).collect();
@@ -341,13 +354,13 @@ mod tests {
     fn deterministic_and_independent_of_seed_order() {
         let g = graph();
         let p = HypergraphParams::default();
-        let a = hypergraph(&g, &[0, 2, 6], &[0], &p);
+        let a = hypergraph(&g, &[0, 2, 6], &[0], &p, 100);
         for _ in 0..3 {
-            assert_eq!(hypergraph(&g, &[0, 2, 6], &[0], &p), a);
+            assert_eq!(hypergraph(&g, &[0, 2, 6], &[0], &p, 100), a);
         }
-        assert_eq!(hypergraph(&g, &[6, 2, 0], &[0], &p), a);
-        assert!(hypergraph(&g, &[], &[], &p).chunks.is_empty());
-        assert!(hypergraph(&g, &[99], &[], &p).hyperedges.is_empty());
+        assert_eq!(hypergraph(&g, &[6, 2, 0], &[0], &p, 100), a);
+        assert!(hypergraph(&g, &[], &[], &p, 100).chunks.is_empty());
+        assert!(hypergraph(&g, &[99], &[], &p, 100).hyperedges.is_empty());
     }
 
     #[test]
@@ -359,19 +372,18 @@ mod tests {
             ..Default::default()
         };
         // only hyperedges covering query seed 0 survive a gate nothing else can pass
-        let lane = hypergraph(&g, &[0, 2], &[0], &p);
+        let lane = hypergraph(&g, &[0, 2], &[0], &p, 100);
         let mut ids: Vec<u32> = lane.hyperedges.iter().map(|h| h.0).collect();
         ids.sort_unstable();
         assert_eq!(ids, vec![0, 3, 5]);
         // no query seeds: nothing reaches rho 0.99
-        assert!(hypergraph(&g, &[0, 2], &[], &p).hyperedges.is_empty());
+        assert!(hypergraph(&g, &[0, 2], &[], &p, 100).hyperedges.is_empty());
         // lane_k and max_hyperedges cap
         let p = HypergraphParams {
-            lane_k: 1,
             max_hyperedges: 2,
             ..Default::default()
         };
-        let lane = hypergraph(&g, &[0, 2], &[0], &p);
+        let lane = hypergraph(&g, &[0, 2], &[0], &p, 1);
         assert_eq!(lane.chunks.len(), 1);
         // the two best s_hyp (0.5 each): e0 and e3
         let mut ids: Vec<u32> = lane.hyperedges.iter().map(|h| h.0).collect();

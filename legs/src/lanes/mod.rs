@@ -8,8 +8,11 @@
 //! * [`hypergraph`] — entry weights, hyperedge expansion, an `s_hyp` prune, a two-stage random
 //!   walk with restart and a coverage gate; retained hyperedges resolve to their chunks.
 //!
-//! [`fused`] holds the `kg` and `hyperedges` legs: a lane RRF-fused as a third peer of dense and
-//! BM25, the regression the seed keeps in its table.
+//! [`fused`] RRF-fuses one lane as a third peer of dense and BM25 (the `kg` and `hyperedges`
+//! kinds: the regression the seed keeps in its table).
+//!
+//! The parameter groups every graph leg shares live here: [`Seeds`] (how the seed set is drawn)
+//! and [`LaneCap`] (how many chunks a lane returns); each lane's own group sits beside it.
 //!
 //! Both lanes read the graph through [`GraphSource`], so they are pure functions of a seed set
 //! and a graph: [`ExportGraph`] serves an export's [`KnowledgeGraph`] + [`KgIndex`]; tests build
@@ -20,8 +23,58 @@ pub mod hypergraph;
 pub mod traversal;
 
 use hopbench_datasets::enrich::{KgIndex, KnowledgeGraph};
+use serde::{Deserialize, Serialize};
 
 use crate::candidate::Candidate;
+use crate::leg::LegError;
+use crate::params::{Check, Checked};
+
+/// How the lanes' seed set is drawn ([`graph_seeds`]).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Seeds {
+    /// The KG nodes of this many base candidates follow the query seeds.
+    pub seed_docs_k: usize,
+    /// At most this many seed nodes.
+    pub seed_node_cap: usize,
+}
+
+impl Default for Seeds {
+    fn default() -> Self {
+        Seeds {
+            seed_docs_k: 5,
+            seed_node_cap: 32,
+        }
+    }
+}
+
+impl Checked for Seeds {
+    fn check(&self, c: &Check<'_>) -> Result<(), LegError> {
+        c.at_least("seed_node_cap", self.seed_node_cap, 1)
+    }
+}
+
+/// `lane_k`: chunks each graph lane returns at most.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LaneCap {
+    /// Chunks each lane returns at most.
+    pub lane_k: usize,
+}
+
+impl Default for LaneCap {
+    fn default() -> Self {
+        LaneCap { lane_k: 100 }
+    }
+}
+
+impl Checked for LaneCap {
+    fn check(&self, c: &Check<'_>) -> Result<(), LegError> {
+        c.at_least("lane_k", self.lane_k, 1)
+    }
+}
+
+crate::leaf_params!(Seeds, LaneCap);
 
 /// What the lanes read of a knowledge graph. Every returned list is sorted ascending and unique.
 pub trait GraphSource {
@@ -94,9 +147,9 @@ pub fn graph_seeds(
     query_seeds: &[u32],
     base: &[Candidate],
     chunk_nodes: &[Vec<u32>],
-    seed_docs_k: usize,
-    cap: usize,
+    p: &Seeds,
 ) -> Vec<u32> {
+    let (seed_docs_k, cap) = (p.seed_docs_k, p.seed_node_cap);
     let mut seeds: Vec<u32> = Vec::with_capacity(cap.min(64));
     // seed sets are small (cap 32): a linear membership scan beats hashing here
     let push = |seeds: &mut Vec<u32>, n: u32| {
@@ -291,21 +344,64 @@ mod tests {
         let chunk_nodes = vec![vec![1, 5], vec![2, 3], vec![3, 9], vec![7], vec![8]];
         let base = cands(&[2, 0, 1, 4, 3]);
         // query seeds deduplicated in order; then top-3 docs' nodes (chunk 2, 0, 1), skipping seen
-        let s = graph_seeds(&[9, 4, 9], &base, &chunk_nodes, 3, 32);
+        let s = graph_seeds(
+            &[9, 4, 9],
+            &base,
+            &chunk_nodes,
+            &Seeds {
+                seed_docs_k: 3,
+                seed_node_cap: 32,
+            },
+        );
         assert_eq!(s, vec![9, 4, 3, 1, 5, 2]);
         // the cap trims the doc nodes first (query seeds lead)
         assert_eq!(
-            graph_seeds(&[9, 4], &base, &chunk_nodes, 3, 3),
+            graph_seeds(
+                &[9, 4],
+                &base,
+                &chunk_nodes,
+                &Seeds {
+                    seed_docs_k: 3,
+                    seed_node_cap: 3
+                }
+            ),
             vec![9, 4, 3]
         );
         assert_eq!(
-            graph_seeds(&[9, 4, 6], &base, &chunk_nodes, 3, 2),
+            graph_seeds(
+                &[9, 4, 6],
+                &base,
+                &chunk_nodes,
+                &Seeds {
+                    seed_docs_k: 3,
+                    seed_node_cap: 2
+                }
+            ),
             vec![9, 4]
         );
         // seed_docs_k 0: query seeds only; chunks without KG rows carry nothing
-        assert_eq!(graph_seeds(&[6], &base, &chunk_nodes, 0, 32), vec![6]);
         assert_eq!(
-            graph_seeds(&[], &cands(&[40]), &chunk_nodes, 5, 32),
+            graph_seeds(
+                &[6],
+                &base,
+                &chunk_nodes,
+                &Seeds {
+                    seed_docs_k: 0,
+                    seed_node_cap: 32
+                }
+            ),
+            vec![6]
+        );
+        assert_eq!(
+            graph_seeds(
+                &[],
+                &cands(&[40]),
+                &chunk_nodes,
+                &Seeds {
+                    seed_docs_k: 5,
+                    seed_node_cap: 32
+                }
+            ),
             Vec::<u32>::new()
         );
     }

@@ -16,6 +16,8 @@ use serde::{Deserialize, Serialize};
 
 use super::GraphSource;
 use crate::candidate::{top_k, Candidate};
+use crate::leg::LegError;
+use crate::params::{Check, Checked};
 
 /// Traversal lane parameters (defaults: the seed's measured operating point).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -27,8 +29,6 @@ pub struct TraversalParams {
     pub hop_decay: f32,
     /// Score of a chunk mentioning a seed node.
     pub seed_score: f32,
-    /// Chunks the lane returns at most.
-    pub lane_k: usize,
 }
 
 impl Default for TraversalParams {
@@ -37,10 +37,19 @@ impl Default for TraversalParams {
             max_hops: 2,
             hop_decay: 0.5,
             seed_score: 1.0,
-            lane_k: 100,
         }
     }
 }
+
+impl Checked for TraversalParams {
+    fn check(&self, c: &Check<'_>) -> Result<(), LegError> {
+        c.at_most("max_hops", self.max_hops, 16)?;
+        c.unit("hop_decay", self.hop_decay as f64)?;
+        c.positive("seed_score", self.seed_score as f64)
+    }
+}
+
+crate::leaf_params!(TraversalParams);
 
 /// The traversal lane's ranked chunks for `seeds` (see the module docs). Seeds outside the graph
 /// are ignored.
@@ -48,9 +57,10 @@ pub fn traverse<G: GraphSource + ?Sized>(
     graph: &G,
     seeds: &[u32],
     p: &TraversalParams,
+    lane_k: usize,
 ) -> Vec<Candidate> {
     let num_nodes = graph.num_nodes();
-    if seeds.is_empty() || num_nodes == 0 || p.lane_k == 0 {
+    if seeds.is_empty() || num_nodes == 0 || lane_k == 0 {
         return Vec::new();
     }
     let mut node_seen = vec![false; num_nodes];
@@ -81,7 +91,7 @@ pub fn traverse<G: GraphSource + ?Sized>(
             break;
         }
         let next_score = p.seed_score * p.hop_decay.powi(hop as i32 + 1);
-        if out.len() >= p.lane_k && next_score < score {
+        if out.len() >= lane_k && next_score < score {
             break; // nothing deeper can reach the top lane_k
         }
         next.clear();
@@ -96,7 +106,7 @@ pub fn traverse<G: GraphSource + ?Sized>(
         std::mem::swap(&mut level, &mut next);
         hop += 1;
     }
-    top_k(&mut out, p.lane_k);
+    top_k(&mut out, lane_k);
     out
 }
 
@@ -131,7 +141,7 @@ mod tests {
     #[test]
     fn hop_decay_at_the_closest_hop() {
         let g = path();
-        let r = traverse(&g, &[0], &TraversalParams::default());
+        let r = traverse(&g, &[0], &TraversalParams::default(), 100);
         // hop 0: chunks 0, 5 (1.0); hop 1: chunk 1 (0.5); hop 2: chunks 2, 6 (0.25); node 3 is
         // at hop 3 > max_hops, and chunk 5 keeps its hop-0 score
         assert_eq!(
@@ -139,7 +149,7 @@ mod tests {
             vec![(0, 1.0), (5, 1.0), (1, 0.5), (2, 0.25), (6, 0.25)]
         );
         // seeding from both ends: every chunk at its closest hop
-        let r = traverse(&g, &[3, 0], &TraversalParams::default());
+        let r = traverse(&g, &[3, 0], &TraversalParams::default(), 100);
         assert_eq!(
             ranked(&r),
             vec![(0, 1.0), (3, 1.0), (5, 1.0), (1, 0.5), (2, 0.5), (6, 0.5)]
@@ -150,43 +160,30 @@ mod tests {
             seed_score: 2.0,
             ..Default::default()
         };
-        assert_eq!(ranked(&traverse(&g, &[1, 99], &p)), vec![(1, 2.0)]);
-        assert!(traverse(&g, &[], &TraversalParams::default()).is_empty());
+        assert_eq!(ranked(&traverse(&g, &[1, 99], &p, 100)), vec![(1, 2.0)]);
+        assert!(traverse(&g, &[], &TraversalParams::default(), 100).is_empty());
     }
 
     #[test]
     fn lane_k_caps_and_early_stop_is_exact() {
         let g = path();
-        let p = TraversalParams {
-            lane_k: 2,
-            ..Default::default()
-        };
-        assert_eq!(ranked(&traverse(&g, &[0], &p)), vec![(0, 1.0), (5, 1.0)]);
+        let p = TraversalParams::default();
+        assert_eq!(ranked(&traverse(&g, &[0], &p, 2)), vec![(0, 1.0), (5, 1.0)]);
         // decay 1.0: every level ties, so deeper low-id chunks must still win the tie
         let p = TraversalParams {
-            lane_k: 2,
             hop_decay: 1.0,
             ..Default::default()
         };
-        assert_eq!(ranked(&traverse(&g, &[2], &p)), vec![(0, 1.0), (1, 1.0)]);
+        assert_eq!(ranked(&traverse(&g, &[2], &p, 2)), vec![(0, 1.0), (1, 1.0)]);
         // the early stop agrees with an unbounded run cut afterwards
         for lane_k in 1..8 {
             let p = TraversalParams {
-                lane_k,
                 max_hops: 3,
                 ..Default::default()
             };
-            let mut full = traverse(
-                &g,
-                &[1],
-                &TraversalParams {
-                    lane_k: 100,
-                    max_hops: 3,
-                    ..Default::default()
-                },
-            );
+            let mut full = traverse(&g, &[1], &p, 100);
             full.truncate(lane_k);
-            assert_eq!(traverse(&g, &[1], &p), full);
+            assert_eq!(traverse(&g, &[1], &p, lane_k), full);
         }
     }
 }

@@ -13,6 +13,7 @@
 //! The third selector, `none`, is [`select_none`](crate::leg::select_none).
 
 pub mod coe;
+pub mod packed;
 pub mod packer;
 
 pub use coe::{CoeCandidate, CoeConfig, CoeSelection, CoeSelector};

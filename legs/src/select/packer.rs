@@ -534,6 +534,8 @@ impl Packer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+    use proptest::test_runner::RngSeed;
 
     fn item(chunk: u32, score: f32, tokens: u32, text: &str) -> PackItem<'_> {
         PackItem {
@@ -1037,48 +1039,105 @@ mod tests {
         out
     }
 
-    #[test]
-    fn lazy_greedy_matches_the_eager_reference() {
-        let mut rng = SplitMix64::seeded(0xE4_6E12);
-        for case in 0..600 {
-            let n = rng.below(70) as usize;
-            let texts: Vec<String> = (0..n).map(|_| random_text(&mut rng)).collect();
-            let items: Vec<PackItem<'_>> = (0..n)
-                .map(|i| PackItem {
-                    chunk: rng.below(90) as u32,
-                    // coarse scores and costs make exact ratio ties common
-                    score: rng.below(5) as f32 / 4.0,
-                    tokens: [0, 1, 2, 4, 8, 16, 100][rng.below(7) as usize],
-                    centrality: rng.below(3) as f32 / 2.0,
-                    cluster: (rng.below(4) == 0).then(|| rng.below(3) as u32),
-                    text: &texts[i],
+    /// One generated pool item; it owns its text, which a [`PackItem`] borrows.
+    #[derive(Debug, Clone)]
+    struct ItemSpec {
+        chunk: u32,
+        score: f32,
+        tokens: u32,
+        centrality: f32,
+        cluster: Option<u32>,
+        text: String,
+    }
+
+    /// One generated packing problem.
+    #[derive(Debug, Clone)]
+    struct Problem {
+        items: Vec<ItemSpec>,
+        key: Vec<(u32, u32, f32)>,
+        redundancy_weight: f32,
+        select_pool_k: usize,
+        budget: u64,
+    }
+
+    /// Pools where the lazy heap's shortcuts are most at risk: coarse scores and costs (so exact
+    /// ratio ties are common), repeated chunks, shared clusters, explicit similarities outside
+    /// [0, 1], zero-token items and budgets that bind.
+    fn problem() -> impl Strategy<Value = Problem> {
+        let item = (
+            0..90u32,
+            0..5u32,
+            prop::sample::select(vec![0u32, 1, 2, 4, 8, 16, 100]),
+            0..3u32,
+            prop::option::weighted(0.25, 0..3u32),
+            prop::collection::vec(prop::sample::select(WORDS.to_vec()), 0..12),
+        )
+            .prop_map(
+                |(chunk, score, tokens, centrality, cluster, words)| ItemSpec {
+                    chunk,
+                    score: score as f32 / 4.0,
+                    tokens,
+                    centrality: centrality as f32 / 2.0,
+                    cluster,
+                    text: words.join(" "),
+                },
+            );
+        (
+            prop::collection::vec(item, 0..70),
+            prop::collection::vec((0..90u32, 0..90u32, -0.2f32..1.2), 0..8),
+            prop::sample::select(vec![0.0f32, 0.1, 0.5, 1.0, 3.0]),
+            1..=80usize,
+            0..300u64,
+        )
+            .prop_map(
+                |(items, key, redundancy_weight, select_pool_k, budget)| Problem {
+                    items,
+                    key,
+                    redundancy_weight,
+                    select_pool_k,
+                    budget,
+                },
+            )
+    }
+
+    proptest! {
+        // a fixed seed: the same cases on every machine and every run
+        #![proptest_config(ProptestConfig {
+            cases: 600,
+            rng_seed: RngSeed::Fixed(0xE4_6E12),
+            failure_persistence: None,
+            ..ProptestConfig::default()
+        })]
+
+        /// The lazy heap in [`Packer::select`] picks exactly what the eager [`reference`] picks.
+        #[test]
+        fn lazy_greedy_matches_the_eager_reference(p in problem()) {
+            let items: Vec<PackItem<'_>> = p
+                .items
+                .iter()
+                .map(|it| PackItem {
+                    chunk: it.chunk,
+                    score: it.score,
+                    tokens: it.tokens,
+                    centrality: it.centrality,
+                    cluster: it.cluster,
+                    text: &it.text,
                     terms: None,
                 })
                 .collect();
             let mut key = SimilarityKey::new();
-            for _ in 0..rng.below(8) {
-                key.insert(
-                    rng.below(90) as u32,
-                    rng.below(90) as u32,
-                    rng.unit() * 1.4 - 0.2,
-                );
+            for &(a, b, sim) in &p.key {
+                key.insert(a, b, sim);
             }
             let cfg = PackerConfig {
-                redundancy_weight: [0.0, 0.1, 0.5, 1.0, 3.0][rng.below(5) as usize],
+                redundancy_weight: p.redundancy_weight,
                 fill: Fill::Stop,
                 order: PackOrder::Selection,
-                select_pool_k: 1 + rng.below(80) as usize,
+                select_pool_k: p.select_pool_k,
                 ..PackerConfig::default()
             };
-            let budget = rng.below(300);
-            let got = Packer::new("t", cfg)
-                .unwrap()
-                .select(&items, budget, Some(&key));
-            assert_eq!(
-                got.picked,
-                reference(&cfg, &items, budget, &key),
-                "case {case}"
-            );
+            let got = Packer::new("t", cfg).unwrap().select(&items, p.budget, Some(&key));
+            prop_assert_eq!(got.picked, reference(&cfg, &items, p.budget, &key));
         }
     }
 

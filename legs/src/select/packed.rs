@@ -1,12 +1,6 @@
 //! The selecting legs: a ranking (the `retrieve` half) and a token-budgeted selector (the
-//! `select` half), so a budget curve is one retrieve and one select per budget.
-//!
-//! - `packer`: the knapsack packer over the graph-fused ranking (the `kg` leg: the traversal lane
-//!   RRF-fused as a peer of dense and BM25). Default budget 10,000.
-//! - `graph_rescue_packed`: the same packer over graph rescue's append-not-fuse union. Default
-//!   budget 10,000 (the seed's SELECT_BUDGET).
-//! - `graph_rescue_coe`: chain-of-evidence over graph rescue's union. Default budget 16,000
-//!   (COE_SELECT_BUDGET). Without a hypergraph lane it is an error at construction and at select.
+//! `select` half), so a budget curve is one retrieve and one select per budget. The `packer`,
+//! `graph_rescue_packed` and `graph_rescue_coe` kinds are built from these two.
 //!
 //! Token costs come from the leg's [`TokenCounterSpec`] (heuristic by default, or a named
 //! tiktoken encoding), counted once per chunk when the leg is built. The packer's centrality
@@ -16,76 +10,10 @@
 use std::sync::Arc;
 
 use hopbench_datasets::export::Export;
-use serde::{Deserialize, Serialize};
 
-use crate::lanes::fused::{FusedGraphLeg, KgConfig};
-use crate::leg::{Leg, LegError, QueryInput, Retrieval, Selection};
-use crate::rescue::{GraphRescueLeg, Lane, RescueConfig};
-use crate::select::{
-    ChunkTerms, CoeCandidate, CoeConfig, CoeSelector, PackItem, Packer, PackerConfig,
-};
+use super::{ChunkTerms, CoeCandidate, CoeConfig, CoeSelector, PackItem, Packer, PackerConfig};
+use crate::leg::{Leg, LegError, QueryInput, Ranker, Retrieval, Selection};
 use crate::tokens::TokenCounterSpec;
-
-fn select_budget() -> u64 {
-    10_000
-}
-fn coe_budget() -> u64 {
-    16_000
-}
-
-/// `packer`: the packer over the graph-fused (`kg`) ranking.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PackerLegConfig {
-    /// Default token budget.
-    #[serde(default = "select_budget")]
-    pub budget: u64,
-    /// Packer settings.
-    #[serde(default)]
-    pub packer: PackerConfig,
-    /// The fused ranking it packs.
-    #[serde(default)]
-    pub ranking: KgConfig,
-    /// Token counter.
-    #[serde(default)]
-    pub token_counter: TokenCounterSpec,
-}
-
-/// `graph_rescue_packed`: the packer over graph rescue's union.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RescuePackedConfig {
-    /// Default token budget.
-    #[serde(default = "select_budget")]
-    pub budget: u64,
-    /// Packer settings.
-    #[serde(default)]
-    pub packer: PackerConfig,
-    /// The graph rescue it packs.
-    #[serde(default)]
-    pub rescue: RescueConfig,
-    /// Token counter.
-    #[serde(default)]
-    pub token_counter: TokenCounterSpec,
-}
-
-/// `graph_rescue_coe`: chain-of-evidence over graph rescue's union.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RescueCoeConfig {
-    /// Default token budget.
-    #[serde(default = "coe_budget")]
-    pub budget: u64,
-    /// Chain-of-evidence settings.
-    #[serde(default)]
-    pub coe: CoeConfig,
-    /// The graph rescue it selects from (must keep the hypergraph lane).
-    #[serde(default)]
-    pub rescue: RescueConfig,
-    /// Token counter.
-    #[serde(default)]
-    pub token_counter: TokenCounterSpec,
-}
 
 /// Per-chunk costs and features, computed once per leg.
 struct Costs {
@@ -119,46 +47,41 @@ impl Costs {
     }
 }
 
-/// A packing leg over any ranking leg.
+/// A packing leg over any ranking.
 pub struct PackedLeg {
     export: Arc<Export>,
-    ranking: Box<dyn Leg>,
+    ranking: Box<dyn Ranker>,
     packer: Packer,
     budget: u64,
     costs: Costs,
 }
 
 impl PackedLeg {
-    /// `packer`.
-    pub fn fused(name: &str, export: Arc<Export>, c: &PackerLegConfig) -> Result<Self, LegError> {
-        c.ranking.validate(name)?;
-        Ok(PackedLeg {
-            ranking: Box::new(FusedGraphLeg::kg(export.clone(), &c.ranking)?),
-            packer: Packer::new(name, c.packer)?,
-            budget: c.budget,
-            costs: Costs::new(&export, &c.token_counter)?,
-            export,
-        })
-    }
-
-    /// `graph_rescue_packed`.
-    pub fn rescue(
+    /// The packer (settings `packer`, default budget `budget`, costs by `counter`) over
+    /// `ranking`; `name` is the leg's campaign name, for errors.
+    pub fn new(
         name: &str,
-        export: Arc<Export>,
-        c: &RescuePackedConfig,
+        export: &Arc<Export>,
+        ranking: Box<dyn Ranker>,
+        packer: PackerConfig,
+        budget: u64,
+        counter: &TokenCounterSpec,
     ) -> Result<Self, LegError> {
-        c.rescue.validate(name)?;
         Ok(PackedLeg {
-            ranking: Box::new(GraphRescueLeg::new(export.clone(), c.rescue.clone())?),
-            packer: Packer::new(name, c.packer)?,
-            budget: c.budget,
-            costs: Costs::new(&export, &c.token_counter)?,
-            export,
+            ranking,
+            packer: Packer::new(name, packer)?,
+            budget,
+            costs: Costs::new(export, counter)?,
+            export: export.clone(),
         })
     }
 }
 
 impl Leg for PackedLeg {
+    fn export(&self) -> &Export {
+        &self.export
+    }
+
     fn retrieve(&self, q: &QueryInput<'_>) -> Retrieval {
         self.ranking.retrieve(q)
     }
@@ -194,33 +117,43 @@ impl Leg for PackedLeg {
     }
 }
 
-/// `graph_rescue_coe`.
+/// Chain-of-evidence over a ranking that reports hyperedges and seeds (graph rescue's union).
 pub struct CoeLeg {
     export: Arc<Export>,
-    rescue: GraphRescueLeg,
+    ranking: Box<dyn Ranker>,
     coe: CoeSelector,
     budget: u64,
     costs: Costs,
 }
 
 impl CoeLeg {
-    /// Builds the leg; an error when the rescue has no hypergraph lane.
-    pub fn new(name: &str, export: Arc<Export>, c: &RescueCoeConfig) -> Result<Self, LegError> {
-        c.rescue.validate(name)?;
-        let has_lane = c.rescue.lanes.contains(&Lane::Hypergraph);
+    /// Builds the leg; an error when the ranking has no hypergraph lane (`has_hypergraph_lane`).
+    pub fn new(
+        name: &str,
+        export: &Arc<Export>,
+        ranking: Box<dyn Ranker>,
+        has_hypergraph_lane: bool,
+        coe: CoeConfig,
+        budget: u64,
+        counter: &TokenCounterSpec,
+    ) -> Result<Self, LegError> {
         Ok(CoeLeg {
-            rescue: GraphRescueLeg::new(export.clone(), c.rescue.clone())?,
-            coe: CoeSelector::new(name, c.coe, has_lane)?,
-            budget: c.budget,
-            costs: Costs::new(&export, &c.token_counter)?,
-            export,
+            ranking,
+            coe: CoeSelector::new(name, coe, has_hypergraph_lane)?,
+            budget,
+            costs: Costs::new(export, counter)?,
+            export: export.clone(),
         })
     }
 }
 
 impl Leg for CoeLeg {
+    fn export(&self) -> &Export {
+        &self.export
+    }
+
     fn retrieve(&self, q: &QueryInput<'_>) -> Retrieval {
-        self.rescue.retrieve(q)
+        self.ranking.retrieve(q)
     }
 
     fn select(
@@ -267,35 +200,17 @@ mod tests {
 
     const BUDGETS: [u64; 6] = [500, 1_000, 2_000, 4_000, 8_000, 64_000];
 
+    fn build(e: &Arc<Export>, spec: &str) -> Box<dyn Leg> {
+        let spec: crate::registry::LegSpec = serde_json::from_str(spec).unwrap();
+        spec.build(spec.kind(), e.clone()).unwrap()
+    }
+
     fn legs() -> Vec<(&'static str, Box<dyn Leg>)> {
         let e = synthetic();
-        vec![
-            (
-                "packer",
-                Box::new(
-                    PackedLeg::fused("packer", e.clone(), &serde_json::from_str("{}").unwrap())
-                        .unwrap(),
-                ),
-            ),
-            (
-                "graph_rescue_packed",
-                Box::new(
-                    PackedLeg::rescue(
-                        "graph_rescue_packed",
-                        e.clone(),
-                        &serde_json::from_str("{}").unwrap(),
-                    )
-                    .unwrap(),
-                ),
-            ),
-            (
-                "graph_rescue_coe",
-                Box::new(
-                    CoeLeg::new("graph_rescue_coe", e, &serde_json::from_str("{}").unwrap())
-                        .unwrap(),
-                ),
-            ),
-        ]
+        ["packer", "graph_rescue_packed", "graph_rescue_coe"]
+            .into_iter()
+            .map(|k| (k, build(&e, &format!(r#"{{"kind":"{k}"}}"#))))
+            .collect()
     }
 
     #[test]
@@ -354,9 +269,8 @@ mod tests {
     fn above_the_pool_the_packed_union_keeps_the_unpacked_order() {
         // the seed: at a budget the whole pool fits in, the packed leg ranks like the unpacked one
         let e = synthetic();
-        let rescue = GraphRescueLeg::new(e.clone(), RescueConfig::default()).unwrap();
-        let packed =
-            PackedLeg::rescue("p", e.clone(), &serde_json::from_str("{}").unwrap()).unwrap();
+        let rescue = build(&e, r#"{"kind":"graph_rescue"}"#);
+        let packed = build(&e, r#"{"kind":"graph_rescue_packed"}"#);
         for q in 0..e.queries.len() {
             let input = QueryInput::from_export(&e, q);
             let r = rescue.retrieve(&input);
@@ -369,10 +283,22 @@ mod tests {
     #[test]
     fn coe_without_a_hypergraph_lane_is_an_error_at_construction_and_at_select() {
         let e = synthetic();
-        let c: RescueCoeConfig =
-            serde_json::from_str(r#"{"rescue": {"lanes": ["traversal"]}}"#).unwrap();
-        assert!(CoeLeg::new("coe", e.clone(), &c).is_err());
-        let leg = CoeLeg::new("coe", e.clone(), &serde_json::from_str("{}").unwrap()).unwrap();
+        let rescue = crate::rescue::GraphRescue::new(&e, Default::default()).unwrap();
+        let without_lane = CoeLeg::new(
+            "coe",
+            &e,
+            Box::new(rescue),
+            false,
+            CoeConfig::default(),
+            16_000,
+            &TokenCounterSpec::default(),
+        );
+        assert!(without_lane.is_err());
+        let spec: crate::registry::LegSpec =
+            serde_json::from_str(r#"{"kind":"graph_rescue_coe","rescue":{"lanes":["traversal"]}}"#)
+                .unwrap();
+        assert!(spec.build("coe", e.clone()).is_err());
+        let leg = build(&e, r#"{"kind":"graph_rescue_coe"}"#);
         let input = QueryInput::from_export(&e, 0);
         let mut r = leg.retrieve(&input);
         r.hyperedges = None;
@@ -382,9 +308,10 @@ mod tests {
     #[test]
     fn a_named_tiktoken_encoding_changes_the_costs() {
         let e = synthetic();
-        let c: PackerLegConfig =
-            serde_json::from_str(r#"{"token_counter": {"tiktoken": "cl100k_base"}}"#).unwrap();
-        let leg = PackedLeg::fused("p", e.clone(), &c).unwrap();
+        let leg = build(
+            &e,
+            r#"{"kind":"packer","token_counter":{"tiktoken":"cl100k_base"}}"#,
+        );
         let input = QueryInput::from_export(&e, 0);
         let s = leg
             .select(&input, &leg.retrieve(&input), Some(2_000))

@@ -1,4 +1,5 @@
-//! The four conversation legs (issue 7): what a conversational turn retrieves from the corpus,
+//! The conversation session: what a conversational turn retrieves from the corpus (the four
+//! conversation kinds),
 //! with the dense + BM25 hybrid (the `bm25` rung: RRF k = 60, max-normalised) as Tier P under
 //! all of them.
 //!
@@ -61,14 +62,14 @@ use hopbench_datasets::export::Export;
 use hopbench_datasets::Turn;
 use serde::{Deserialize, Serialize};
 
-use crate::backend::dense::dot;
+use super::blend::{EphemeralSource, NoEphemeral, Novelty};
+use super::intent::Intent;
+use super::{assemble, rewritten_query, ConversationConfig, TurnPlan};
 use crate::candidate::{top_k, Candidate};
-use crate::conversation::blend::{EphemeralSource, NoEphemeral, Novelty};
-use crate::conversation::intent::Intent;
-use crate::conversation::{assemble, rewritten_query, ConversationConfig, TurnPlan};
-use crate::first_stage::HybridLeg;
-use crate::leg::{select_none, Leg, LegError, QueryInput, Retrieval, Selection};
-use crate::registry::Check;
+use crate::first_stage::{FirstStage, Hybrid};
+use crate::leg::{Leg, LegError, Note, QueryInput, Ranked, Ranker, Retrieval};
+use crate::params::{Check, Checked};
+use hopbench_datasets::vector::dot;
 
 /// Vectors of texts the conversation legs look up, computed by the harness with the export's
 /// model (L2-normalised, `dim` each).
@@ -113,19 +114,6 @@ impl TextVectors {
     }
 }
 
-fn pool_k() -> usize {
-    100
-}
-fn rrf_k() -> f32 {
-    60.0
-}
-fn delivered_k() -> usize {
-    10
-}
-fn partial_novelty() -> f32 {
-    0.5
-}
-
 /// Order of the turns in `conv_full_history`'s concatenation.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -137,123 +125,28 @@ pub enum HistoryOrder {
     Chronological,
 }
 
-/// `conv_last_turn`: the hybrid on the current user turn.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct LastTurnConfig {
-    /// Candidates from each first stage.
-    #[serde(default = "pool_k")]
-    pub pool_k: usize,
-    /// RRF constant.
-    #[serde(default = "rrf_k")]
-    pub rrf_k: f32,
-}
-
-/// `conv_full_history`: the hybrid on all turns concatenated.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FullHistoryConfig {
-    /// Candidates from each first stage.
-    #[serde(default = "pool_k")]
-    pub pool_k: usize,
-    /// RRF constant.
-    #[serde(default = "rrf_k")]
-    pub rrf_k: f32,
-    /// Turn order in the concatenation.
-    #[serde(default)]
-    pub order: HistoryOrder,
-}
-
-/// `conv_cdr`: the hybrid on the current turn with CDR novelty always on.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ConvCdrConfig {
-    /// Candidates from each first stage (and the ranking's length).
-    #[serde(default = "pool_k")]
-    pub pool_k: usize,
-    /// RRF constant.
-    #[serde(default = "rrf_k")]
-    pub rrf_k: f32,
-    /// Chunks each earlier user turn delivered (the session's coverage).
-    #[serde(default = "delivered_k")]
+/// `delivered_k`: chunks each earlier user turn delivered (the session's coverage, which novelty
+/// is measured against).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Delivered {
+    /// Chunks each earlier user turn delivered.
     pub delivered_k: usize,
 }
 
-/// `multi_horizon`: SPEC-028's assembler over the hybrid.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct MultiHorizonConfig {
-    /// Candidates from each first stage (and the ranking's length).
-    #[serde(default = "pool_k")]
-    pub pool_k: usize,
-    /// RRF constant.
-    #[serde(default = "rrf_k")]
-    pub rrf_k: f32,
-    /// Chunks each earlier user turn delivered (the session's coverage).
-    #[serde(default = "delivered_k")]
-    pub delivered_k: usize,
-    /// Strength of `Partial` novelty: a repeat's score is multiplied by `1 - partial_novelty`.
-    #[serde(default = "partial_novelty")]
-    pub partial_novelty: f32,
-    /// Turn log, threads, intent markers and the blend table.
-    #[serde(default)]
-    pub conversation: ConversationConfig,
-}
-
-impl LastTurnConfig {
-    /// Range checks.
-    pub fn validate(&self, name: &str) -> Result<(), LegError> {
-        common_checks(name, self.pool_k, self.rrf_k)
+impl Default for Delivered {
+    fn default() -> Self {
+        Delivered { delivered_k: 10 }
     }
 }
 
-impl FullHistoryConfig {
-    /// Range checks.
-    pub fn validate(&self, name: &str) -> Result<(), LegError> {
-        common_checks(name, self.pool_k, self.rrf_k)
+impl Checked for Delivered {
+    fn check(&self, c: &Check<'_>) -> Result<(), LegError> {
+        c.at_least("delivered_k", self.delivered_k, 1)
     }
 }
 
-impl ConvCdrConfig {
-    /// Range checks.
-    pub fn validate(&self, name: &str) -> Result<(), LegError> {
-        common_checks(name, self.pool_k, self.rrf_k)?;
-        Check(name).at_least("delivered_k", self.delivered_k, 1)
-    }
-}
-
-impl MultiHorizonConfig {
-    /// Range checks, including the blend table (non-negative weights summing to 1).
-    pub fn validate(&self, name: &str) -> Result<(), LegError> {
-        common_checks(name, self.pool_k, self.rrf_k)?;
-        let c = Check(name);
-        c.at_least("delivered_k", self.delivered_k, 1)?;
-        c.unit("partial_novelty", f64::from(self.partial_novelty))?;
-        c.non_negative(
-            "conversation.turn_log.half_life",
-            f64::from(self.conversation.turn_log.half_life),
-        )?;
-        c.unit(
-            "conversation.threads.join_threshold",
-            f64::from(self.conversation.threads.join_threshold),
-        )?;
-        c.range(
-            "conversation.intent.explore_threshold",
-            f64::from(self.conversation.intent.explore_threshold),
-            -1.0,
-            1.0,
-        )?;
-        self.conversation
-            .validate()
-            .or_else(|m| c.fail("conversation.blend", &m))
-    }
-}
-
-fn common_checks(name: &str, pool_k: usize, rrf_k: f32) -> Result<(), LegError> {
-    let c = Check(name);
-    c.at_least("pool_k", pool_k, 1)?;
-    c.non_negative("rrf_k", f64::from(rrf_k))
-}
+crate::leaf_params!(Delivered);
 
 /// Which of the four legs.
 #[derive(Debug, Clone, PartialEq)]
@@ -331,10 +224,10 @@ pub fn texts_to_embed(export: &Export, mode: &ConvMode) -> Vec<String> {
     out.into_iter().collect()
 }
 
-/// One of the four conversation legs.
+/// The ranking of one of the four conversation kinds.
 pub struct ConvLeg {
     export: Arc<Export>,
-    hybrid: HybridLeg,
+    hybrid: Hybrid,
     mode: ConvMode,
     pool_k: usize,
     vectors: Arc<TextVectors>,
@@ -346,8 +239,7 @@ impl ConvLeg {
     pub fn new(
         export: Arc<Export>,
         mode: ConvMode,
-        pool_k: usize,
-        rrf_k: f32,
+        first: &FirstStage,
         vectors: Option<Arc<TextVectors>>,
     ) -> Result<Self, LegError> {
         if export.queries.iter().all(|q| q.conversation.is_none()) {
@@ -372,12 +264,25 @@ impl ConvLeg {
             )));
         }
         Ok(ConvLeg {
-            hybrid: HybridLeg::new(export.clone(), pool_k, rrf_k)?,
+            hybrid: first.hybrid(&export)?,
             export,
             mode,
-            pool_k,
+            pool_k: first.pool.pool_k,
             vectors,
         })
+    }
+
+    /// The session as a leg (selector `none`), for the conversation kinds.
+    pub fn leg(
+        export: &Arc<Export>,
+        mode: ConvMode,
+        first: &FirstStage,
+        vectors: Option<Arc<TextVectors>>,
+    ) -> Result<Box<dyn Leg>, LegError> {
+        Ok(Ranked::leg(
+            export,
+            ConvLeg::new(export.clone(), mode, first, vectors)?,
+        ))
     }
 
     fn vector(&self, text: &str) -> &[f32] {
@@ -395,7 +300,7 @@ impl ConvLeg {
                 embedding,
                 gold: &[],
             })
-            .0
+            .fused
     }
 
     /// The hybrid ranking of each listed turn of `conv`, computed once per turn.
@@ -531,28 +436,28 @@ impl ConvLeg {
 /// intent distribution and the average blend).
 fn annotate(r: &mut Retrieval, plan: &TurnPlan, conv: &[Turn]) {
     for (name, value) in &plan.headers {
-        r.annotations.insert(name.clone(), value.clone());
+        r.annotations.insert(*name, value.clone());
     }
     let rule = serde_json::to_value(plan.intent_rule)
         .ok()
         .and_then(|v| v.as_str().map(String::from))
         .unwrap_or_default();
-    r.annotations.insert("intent_rule".into(), rule);
+    r.annotations.insert(Note::IntentRule, rule);
     r.annotations
-        .insert("resolved_query".into(), plan.query_text.clone());
+        .insert(Note::ResolvedQuery, plan.query_text.clone());
     let resolutions: Vec<String> = plan
         .references
         .iter()
         .filter_map(|x| x.resolved_to.as_ref())
         .map(|res| match res {
-            crate::conversation::references::Resolution::Text(t) => t.clone(),
-            crate::conversation::references::Resolution::Turn(i) => {
+            super::references::Resolution::Text(t) => t.clone(),
+            super::references::Resolution::Turn(i) => {
                 conv.get(*i).map(|t| t.text.clone()).unwrap_or_default()
             }
         })
         .collect();
     r.annotations
-        .insert("resolutions".into(), resolutions.join(" | "));
+        .insert(Note::Resolutions, resolutions.join(" | "));
     let d = &mut r.diagnostics;
     d.insert("references_detected".into(), plan.references.len() as f64);
     d.insert(
@@ -575,7 +480,7 @@ fn annotate(r: &mut Retrieval, plan: &TurnPlan, conv: &[Turn]) {
     }
 }
 
-impl Leg for ConvLeg {
+impl Ranker for ConvLeg {
     fn retrieve(&self, q: &QueryInput<'_>) -> Retrieval {
         let conv = conversation_of(&self.export, q.index);
         match &self.mode {
@@ -614,15 +519,6 @@ impl Leg for ConvLeg {
                 conversation,
             } => self.multi_horizon(q, &conv, *delivered_k, *partial_novelty, conversation),
         }
-    }
-
-    fn select(
-        &self,
-        _q: &QueryInput<'_>,
-        r: &Retrieval,
-        _budget: Option<u64>,
-    ) -> Result<Selection, LegError> {
-        select_none(&self.export, r)
     }
 }
 
@@ -815,23 +711,23 @@ mod tests {
         assert!(got.iter().all(|id| !delivered.contains(id)), "{got:?}");
         assert_eq!(cdr.diagnostics["delivered"], delivered.len() as f64);
         let mh = build(&e, "multi_horizon").retrieve(&q);
-        assert_eq!(mh.annotations["CRP-Context-Turn-Intent"], "DRILL_DOWN");
-        assert_eq!(mh.annotations["CRP-Context-Tier-Blend"], "30/65/5");
-        assert_eq!(mh.annotations["CRP-Context-References-Resolved"], "1");
+        assert_eq!(mh.annotations[&Note::TurnIntent], "DRILL_DOWN");
+        assert_eq!(mh.annotations[&Note::TierBlend], "30/65/5");
+        assert_eq!(mh.annotations[&Note::ReferencesResolved], "1");
         assert_eq!(
-            mh.annotations["resolved_query"],
+            mh.annotations[&Note::ResolvedQuery],
             "Where was Ada Lovelace born?"
         );
-        assert_eq!(mh.annotations["resolutions"], "Ada Lovelace");
-        assert_eq!(mh.annotations["intent_rule"], "reference");
+        assert_eq!(mh.annotations[&Note::Resolutions], "Ada Lovelace");
+        assert_eq!(mh.annotations[&Note::IntentRule], "reference");
         for h in [
-            "CRP-Context-Tier-Blend",
-            "CRP-Context-Turn-Intent",
-            "CRP-Context-References-Resolved",
-            "CRP-Context-Active-Thread",
-            "CRP-Context-Mode",
+            Note::TierBlend,
+            Note::TurnIntent,
+            Note::ReferencesResolved,
+            Note::ActiveThread,
+            Note::Mode,
         ] {
-            assert!(mh.annotations.contains_key(h), "{h}");
+            assert!(mh.annotations.contains_key(&h), "{h:?}");
         }
         assert_eq!(mh.diagnostics["intent_drill_down"], 1.0);
         assert_eq!(mh.diagnostics["delivered_excluded"], 0.0);
@@ -849,12 +745,12 @@ mod tests {
         let e = export();
         let leg = build(&e, "multi_horizon");
         let r = leg.retrieve(&QueryInput::from_export(&e, 2));
-        assert_eq!(r.annotations["CRP-Context-Turn-Intent"], "EXPLORE");
+        assert_eq!(r.annotations[&Note::TurnIntent], "EXPLORE");
         assert!(r.diagnostics["delivered"] > 0.0);
         assert!(r.diagnostics["delivered_excluded"] > 0.0);
         assert_eq!(ids(&e, &r)[0], "p5");
         let r = leg.retrieve(&QueryInput::from_export(&e, 0));
-        assert_eq!(r.annotations["CRP-Context-Turn-Intent"], "EXPLORE");
+        assert_eq!(r.annotations[&Note::TurnIntent], "EXPLORE");
         assert_eq!(r.diagnostics["delivered"], 0.0);
         assert_eq!(r.diagnostics["tier_c_turns"], 0.0);
         // one turn, nothing delivered: the plain hybrid on the turn
@@ -866,8 +762,9 @@ mod tests {
     fn partial_novelty_demotes_repeats_by_the_configured_share() {
         let e = export();
         let s = spec("conv_cdr");
-        let (mode, pool_k, rrf_k) = s.conversation_mode().unwrap();
-        let leg = ConvLeg::new(e.clone(), mode, pool_k, rrf_k, Some(vectors_for(&e, &s))).unwrap();
+        let mode = ConvMode::Cdr { delivered_k: 10 };
+        let first = FirstStage::default();
+        let leg = ConvLeg::new(e.clone(), mode, &first, Some(vectors_for(&e, &s))).unwrap();
         let scored = vec![Candidate::new(0, 1.0), Candidate::new(1, 0.8)];
         let delivered: BTreeSet<u32> = [0].into();
         let (r, excluded) = leg.with_novelty(scored.clone(), &delivered, Novelty::Partial, 0.5);

@@ -1,11 +1,70 @@
-//! Exact dense search: cosine over L2-normalised vectors, i.e. a dot product per chunk.
+//! The exact dense engine: cosine over L2-normalised vectors, i.e. a dot product per chunk.
 //!
 //! Scores come from [`hopbench_datasets::vector::dot`], whose summation order is fixed, so a score
 //! is a pure function of the two vectors whatever the thread count.
 
+use std::sync::Arc;
+
+use hopbench_datasets::export::Export;
+
+use super::Engine;
 use crate::candidate::{top_k, Candidate};
+use crate::leg::{LegError, QueryInput};
 
 pub use hopbench_datasets::vector::dot;
+
+/// Which vectors a dense search uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Vectors {
+    /// Header + content (the export's `embedding`).
+    Full,
+    /// Content only (`embedding_content`; only where the dataset has context headers).
+    ContentOnly,
+}
+
+/// Exact cosine over one of the export's vector sets.
+pub struct ExactDense {
+    export: Arc<Export>,
+    vectors: Vectors,
+}
+
+impl ExactDense {
+    /// The engine; `ContentOnly` fails with `MissingInputs` where the export has no headers.
+    pub fn new(export: Arc<Export>, vectors: Vectors) -> Result<Self, LegError> {
+        if vectors == Vectors::ContentOnly && export.content_embeddings.is_none() {
+            return Err(LegError::MissingInputs(
+                "the dataset has no context headers, so there are no content-only vectors".into(),
+            ));
+        }
+        Ok(ExactDense { export, vectors })
+    }
+
+    /// The top `k` chunks by cosine to the vector `query`.
+    pub fn search_vector(&self, query: &[f32], k: usize) -> Vec<Candidate> {
+        let vectors = match self.vectors {
+            Vectors::Full => &self.export.embeddings,
+            Vectors::ContentOnly => self
+                .export
+                .content_embeddings
+                .as_ref()
+                .expect("checked in new"),
+        };
+        DenseIndex {
+            vectors,
+            dim: self.export.dim,
+        }
+        .search(query, k)
+    }
+}
+
+impl Engine for ExactDense {
+    fn name(&self) -> &'static str {
+        "exact"
+    }
+    fn search(&self, query: &QueryInput<'_>, k: usize) -> Vec<Candidate> {
+        self.search_vector(query.embedding, k)
+    }
+}
 
 /// Exact search over a row-major matrix of `dim`-wide vectors.
 #[derive(Debug, Clone, Copy)]

@@ -1,0 +1,241 @@
+//! Raw dataset -> the export in memory: passages sorted by id into chunks, gold and chains
+//! resolved to chunk indices, BM25, the knowledge graph, vectors, the similarity graph and the
+//! sub-query vectors. Nothing here touches the file system.
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::PathBuf;
+
+use super::{Chunk, EmbedFn, PrepareConfig, QueryRecord, Source};
+use crate::enrich::{self, KnowledgeGraph};
+use crate::error::{Error, Result};
+use crate::lexical::{Bm25Index, Tokenizer};
+use crate::model::{question_pieces, QuestionPiece, RawDataset, SubQuestion};
+use crate::simgraph::SimGraph;
+use crate::tokens::heuristic_tokens;
+
+/// An export in memory before it is written.
+pub(super) struct Built {
+    pub(super) dim: usize,
+    pub(super) chunks: Vec<Chunk>,
+    pub(super) docs: Vec<String>,
+    pub(super) embeddings: Vec<f32>,
+    pub(super) content_embeddings: Option<Vec<f32>>,
+    pub(super) queries: Vec<QueryRecord>,
+    pub(super) query_embeddings: Vec<f32>,
+    pub(super) bm25: Bm25Index,
+    pub(super) kg: KnowledgeGraph,
+    pub(super) simgraph: SimGraph,
+    pub(super) subquery_embeddings: Vec<Option<Vec<f32>>>,
+}
+
+/// The texts embedded for a decomposition's sub-questions: each published sub-question with
+/// every `#k` (1-based hop reference, MuSiQue style) replaced by the published answer of hop k.
+/// This uses the published decomposition *and answers*: an oracle-ish setting.
+pub fn subquery_texts(decomposition: &[SubQuestion]) -> Vec<String> {
+    decomposition
+        .iter()
+        .map(|sq| {
+            question_pieces(&sq.question)
+                .into_iter()
+                .map(|p| match p {
+                    QuestionPiece::Text(t) => t,
+                    QuestionPiece::HopRef { raw, hop } => hop
+                        .and_then(|k| k.checked_sub(1))
+                        .and_then(|k| decomposition.get(k))
+                        .map_or(raw, |h| h.answer.as_str()),
+                })
+                .collect()
+        })
+        .collect()
+}
+
+fn flatten(vectors: Vec<Vec<f32>>, dim: usize, what: &str) -> Result<Vec<f32>> {
+    let mut flat = Vec::with_capacity(vectors.len() * dim);
+    for (i, v) in vectors.into_iter().enumerate() {
+        if v.len() != dim {
+            return Err(Error::Dimension {
+                path: PathBuf::from(format!("<embedder output for {what}>")),
+                record: i.to_string(),
+                field: "embedding".into(),
+                expected: dim,
+                found: v.len(),
+            });
+        }
+        flat.extend(v);
+    }
+    Ok(flat)
+}
+
+pub(super) fn build(
+    source: &Source,
+    raw: RawDataset,
+    config: &PrepareConfig,
+    embed: &mut EmbedFn<'_>,
+) -> Result<Built> {
+    let origin = PathBuf::from(format!("<dataset {}>", source.name));
+    config
+        .simgraph
+        .validate()
+        .map_err(|message| Error::Config {
+            context: "prepare config `simgraph`".into(),
+            message,
+        })?;
+    config.enrich.validate().map_err(|message| Error::Config {
+        context: "prepare config `enrich`".into(),
+        message,
+    })?;
+    let mut passages = raw.passages;
+    passages.sort_by(|a, b| a.id.cmp(&b.id));
+    if let Some(w) = passages.windows(2).find(|w| w[0].id == w[1].id) {
+        return Err(Error::DuplicatePassage {
+            path: origin,
+            id: w[0].id.clone(),
+        });
+    }
+    let index: HashMap<&str, u32> = passages
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (p.id.as_str(), i as u32))
+        .collect();
+    let doc_names: BTreeSet<&str> = passages.iter().filter_map(|p| p.doc.as_deref()).collect();
+    let docs: Vec<String> = doc_names.iter().map(|s| s.to_string()).collect();
+    let doc_index: HashMap<&str, u32> = docs
+        .iter()
+        .enumerate()
+        .map(|(i, d)| (d.as_str(), i as u32))
+        .collect();
+    let chunks: Vec<Chunk> = passages
+        .iter()
+        .map(|p| {
+            let mut c = Chunk {
+                id: p.id.clone(),
+                doc: p.doc.as_deref().map(|d| doc_index[d]),
+                title: p.title.clone(),
+                text: p.text.clone(),
+                header: p.header.clone(),
+                tokens: 0,
+            };
+            c.tokens = heuristic_tokens(&c.full_text());
+            c
+        })
+        .collect();
+
+    let mut queries = Vec::with_capacity(raw.questions.len());
+    let mut seen_q = BTreeSet::new();
+    for q in raw.questions {
+        if !seen_q.insert(q.id.clone()) {
+            return Err(Error::field(&origin, &q.id, "id", "duplicate query id"));
+        }
+        let resolve = |id: &str, field: &str| {
+            index
+                .get(id)
+                .copied()
+                .ok_or_else(|| Error::GoldNotInCorpus {
+                    path: origin.clone(),
+                    record: q.id.clone(),
+                    field: field.into(),
+                    gold: id.into(),
+                })
+        };
+        let mut gold = q
+            .gold
+            .iter()
+            .map(|g| resolve(g, "gold"))
+            .collect::<Result<Vec<_>>>()?;
+        gold.sort_unstable();
+        gold.dedup();
+        let chain = match &q.chain {
+            None => None,
+            Some(slots) if slots.is_empty() => None,
+            Some(slots) => Some(
+                slots
+                    .iter()
+                    .map(|s| {
+                        let mut v = s
+                            .iter()
+                            .map(|g| resolve(g, "chain"))
+                            .collect::<Result<Vec<_>>>()?;
+                        v.sort_unstable();
+                        v.dedup();
+                        Ok(v)
+                    })
+                    .collect::<Result<Vec<_>>>()?,
+            ),
+        };
+        queries.push(QueryRecord {
+            id: q.id,
+            text: q.text,
+            gold,
+            chain,
+            decomposition: q.decomposition,
+            conversation: q.conversation,
+            labels: q.labels,
+        });
+    }
+
+    let tokenizer = Tokenizer::english();
+    let full: Vec<String> = chunks.iter().map(Chunk::full_text).collect();
+    let bm25 = Bm25Index::build(full.iter().map(String::as_str), &tokenizer, config.bm25);
+    let titled: Vec<(&str, &str)> = chunks
+        .iter()
+        .zip(&full)
+        .map(|(c, f)| (c.title.as_str(), f.as_str()))
+        .collect();
+    let kg = enrich::build(&titled, &config.enrich);
+
+    let dim = embed.dim;
+    let refs: Vec<&str> = full.iter().map(String::as_str).collect();
+    let embeddings = flatten((embed.embed)(&refs, "passages")?, dim, "passages")?;
+    let any_header = chunks.iter().any(|c| c.header.is_some());
+    let content_embeddings = if any_header {
+        let content: Vec<&str> = chunks.iter().map(|c| c.text.as_str()).collect();
+        Some(flatten(
+            (embed.embed)(&content, "passages (content only)")?,
+            dim,
+            "content",
+        )?)
+    } else {
+        None
+    };
+    let qtexts: Vec<&str> = queries.iter().map(|q| q.text.as_str()).collect();
+    let query_embeddings = flatten((embed.embed)(&qtexts, "queries")?, dim, "queries")?;
+    let simgraph = SimGraph::build(&embeddings, dim, &config.simgraph);
+    let sub_texts: Vec<Option<Vec<String>>> = queries
+        .iter()
+        .map(|q| q.decomposition.as_deref().map(subquery_texts))
+        .collect();
+    let all: Vec<&str> = sub_texts
+        .iter()
+        .flatten()
+        .flatten()
+        .map(String::as_str)
+        .collect();
+    let mut flat_subs = if all.is_empty() {
+        Vec::new()
+    } else {
+        flatten((embed.embed)(&all, "sub-queries")?, dim, "sub-queries")?
+    };
+    let mut subquery_embeddings = Vec::with_capacity(queries.len());
+    let mut at = 0;
+    for t in &sub_texts {
+        subquery_embeddings.push(t.as_ref().map(|t| {
+            let v = flat_subs[at..at + t.len() * dim].to_vec();
+            at += t.len() * dim;
+            v
+        }));
+    }
+    flat_subs.clear();
+    Ok(Built {
+        dim,
+        chunks,
+        docs,
+        embeddings,
+        content_embeddings,
+        queries,
+        query_embeddings,
+        bm25,
+        kg,
+        simgraph,
+        subquery_embeddings,
+    })
+}

@@ -1,0 +1,80 @@
+//! What an export is made from, as one hash: the manifest's `input_key` is blake3 over a JSON
+//! object of the export version, dataset name, format name, the blake3 of every raw input file,
+//! of the non-file identity (`Source::extra`), the prepare configuration and the model. JSON
+//! object keys are written sorted, so the key does not depend on declaration order. Equal keys
+//! and intact files mean the existing export is the one prepare would write.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::Path;
+
+use super::{ExportStats, Manifest, PrepareConfig, Source, EXPORT_VERSION};
+use crate::error::{Error, Result};
+
+/// blake3 of a file, hex.
+pub(crate) fn hash_file(path: &Path) -> Result<String> {
+    let bytes = fs::read(path).map_err(|e| Error::io(path, e))?;
+    Ok(blake3::hash(&bytes).to_hex().to_string())
+}
+
+fn input_key(m: &Manifest) -> String {
+    let ident = serde_json::json!({
+        "export_version": m.export_version,
+        "dataset": m.dataset,
+        "format": m.format,
+        "inputs": m.inputs,
+        "extra": m.extra,
+        "config": m.config,
+        "model_id": m.model_id,
+        "dim": m.dim,
+    });
+    blake3::hash(ident.to_string().as_bytes())
+        .to_hex()
+        .to_string()
+}
+
+/// Reads the manifest of `dir`, if there is one.
+pub fn read_manifest(dir: &Path) -> Result<Manifest> {
+    let path = dir.join("manifest.json");
+    let text = fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
+    serde_json::from_str(&text).map_err(|e| Error::malformed(&path, "manifest JSON", e))
+}
+
+/// Whether `dir` holds an export with this input key whose files still hash as recorded.
+pub(super) fn reusable(dir: &Path, key: &str) -> bool {
+    let Ok(m) = read_manifest(dir) else {
+        return false;
+    };
+    m.input_key == key
+        && m.files
+            .iter()
+            .all(|(name, hash)| hash_file(&dir.join(name)).ok().as_deref() == Some(hash))
+}
+
+/// The input key prepare would give this dataset (used to decide reuse before embedding).
+pub fn planned_manifest(
+    source: &Source,
+    config: &PrepareConfig,
+    model_id: &str,
+    dim: usize,
+) -> Result<Manifest> {
+    let mut inputs = BTreeMap::new();
+    for f in &source.files {
+        inputs.insert(f.display().to_string(), hash_file(f)?);
+    }
+    let mut m = Manifest {
+        export_version: EXPORT_VERSION,
+        dataset: source.name.clone(),
+        format: source.format.clone(),
+        inputs,
+        extra: blake3::hash(source.extra.as_bytes()).to_hex().to_string(),
+        config: config.clone(),
+        model_id: model_id.to_string(),
+        dim,
+        input_key: String::new(),
+        files: BTreeMap::new(),
+        stats: ExportStats::default(),
+    };
+    m.input_key = input_key(&m);
+    Ok(m)
+}

@@ -1,0 +1,333 @@
+//! The export: one directory per dataset that every leg reads and nothing writes twice.
+//!
+//! ```text
+//! results/exports/<dataset>/
+//!   corpus.parquet         chunk_id, doc_id, title, text, context_header, token_count,
+//!                          embedding, [embedding_content],
+//!                          kg_node_ids, kg_reach, kg_community, kg_node_centrality
+//!                                                          (rows sorted by chunk_id)
+//!   queries.parquet        query_id, text, embedding, gold_chunk_ids, gold_doc_ids,
+//!                          chain_json, decomposition_json, conversation_json, labels_json,
+//!                          subquery_embeddings (list<f32>: the decomposition's sub-question
+//!                          vectors flattened, `dim` each; null without a decomposition)
+//!   bm25-stats.json        tokenizer, k1, b, chunk count, avgdl, per-chunk lengths
+//!   bm25-postings.parquet  term, chunks, tfs                 (term-major CSR, terms sorted)
+//!   kg-nodes.parquet       node, name, community, centrality  (the knowledge graph: see
+//!   kg-aliases.parquet     alias, node                         crate::enrich for how it is
+//!   kg-edges.parquet       a, b, weight                        built and what each column
+//!   kg-hyperedges.parquet  id, chunk, nodes                    means)
+//!   simgraph-edges.parquet        a, b, weight   (chunk similarity graph: see
+//!   simgraph-communities.parquet  chunk, community        crate::simgraph)
+//!   manifest.json          blake3 of every file above, of the raw inputs and of the config
+//! ```
+//!
+//! Chunks are sorted by record id when the export is built, so the `u32` chunk index orders
+//! exactly like the record ids and "ties break on ascending id" is an integer comparison
+//! everywhere downstream. The directory is written beside its final place and renamed into it,
+//! so a crash never leaves a directory with a manifest that lies about its files.
+//!
+//! The knowledge graph ([`crate::enrich`]) is built over `(title, header + text)` of the sorted
+//! chunks; [`load`] reads it back through [`crate::enrich::read_kg`], which validates every file
+//! and checks that the corpus's denormalised `kg_*` columns are what the graph files imply.
+//!
+//! Sub-query vectors ([`subquery_texts`]) embed the *published* decomposition with each `#k`
+//! replaced by the *published* answer of hop k: an oracle-ish setting (the gold intermediate
+//! answers are given), for the document-task legs only; label their results accordingly.
+//!
+//! Re-running prepare with unchanged inputs, configuration, model and export code finds the
+//! same `input_key` in the existing manifest, re-hashes the files, and reuses the export.
+//!
+//! The code is split by what it does: `identity` decides what an export is made from (its
+//! manifest's input key) and whether an existing one can be reused; `build` turns a raw dataset
+//! into the export in memory (sorting, gold resolution, BM25, graphs, vectors); `write` writes it
+//! atomically; `read` ([`load`]) reads and validates it back.
+
+mod build;
+mod identity;
+mod read;
+mod write;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::enrich::{self, EnrichConfig, KgIndex, KgStats, KnowledgeGraph};
+use crate::error::Result;
+use crate::lexical::{Bm25Index, Bm25Params};
+use crate::model::{RawDataset, SubQuestion, Turn};
+use crate::simgraph::{SimGraph, SimGraphConfig, SIMGRAPH_FILES};
+
+pub use build::subquery_texts;
+pub use identity::{planned_manifest, read_manifest};
+pub use read::load;
+
+/// Version of the export layout; part of every input key, so a layout change re-prepares.
+pub const EXPORT_VERSION: u32 = 3;
+
+/// Settings that change what an export contains (all are hashed into its input key).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PrepareConfig {
+    /// BM25 parameters.
+    pub bm25: Bm25Params,
+    /// Knowledge-graph enrichment.
+    pub enrich: EnrichConfig,
+    /// The chunk similarity graph.
+    pub simgraph: SimGraphConfig,
+}
+
+/// The dense embedder as prepare sees it: an identity and a batch function. Keeping this a
+/// closure keeps the export independent of the model code (and testable with a fake model).
+pub struct EmbedFn<'a> {
+    /// Model identity (name + weights hash); recorded in the manifest and the input key.
+    pub model_id: String,
+    /// Vector dimension.
+    pub dim: usize,
+    /// Embeds texts, one L2-normalised vector per text, in order. The second argument is a
+    /// label for progress reporting ("passages", "queries").
+    #[allow(clippy::type_complexity)]
+    pub embed: Box<dyn FnMut(&[&str], &str) -> Result<Vec<Vec<f32>>> + 'a>,
+}
+
+/// What prepare needs to know about where a dataset came from.
+#[derive(Debug, Clone)]
+pub struct Source {
+    /// Dataset name (directory name under the exports root).
+    pub name: String,
+    /// Raw format name (`musique`, `synthetic`, ...).
+    pub format: String,
+    /// Raw input files, hashed into the manifest (empty for generated data).
+    pub files: Vec<PathBuf>,
+    /// Extra identity for inputs that are not files (the synthetic generator's config).
+    pub extra: String,
+}
+
+/// One chunk of the corpus.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Chunk {
+    /// Record id (the corpus is sorted by it).
+    pub id: String,
+    /// Document index into [`Export::docs`], `None` when unknown.
+    pub doc: Option<u32>,
+    /// Title as published.
+    pub title: String,
+    /// Body text.
+    pub text: String,
+    /// Context header, if the dataset has one.
+    pub header: Option<String>,
+    /// Heuristic token count of the text the LLM would receive (`header\ntext` or `text`).
+    pub tokens: u32,
+}
+
+impl Chunk {
+    /// The text that is embedded, indexed and handed to an LLM: header and body.
+    pub fn full_text(&self) -> String {
+        match &self.header {
+            Some(h) => format!("{h}\n{}", self.text),
+            None => self.text.clone(),
+        }
+    }
+}
+
+/// One evaluation query, with gold resolved to chunk indices.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueryRecord {
+    /// Query id.
+    pub id: String,
+    /// Query text.
+    pub text: String,
+    /// Gold chunk indices, ascending, unique.
+    pub gold: Vec<u32>,
+    /// Hop chain slots as chunk indices (`None`: no published chain).
+    pub chain: Option<Vec<Vec<u32>>>,
+    /// Published decomposition (gold in chunk record ids).
+    pub decomposition: Option<Vec<SubQuestion>>,
+    /// Conversation so far.
+    pub conversation: Option<Vec<Turn>>,
+    /// Dataset labels.
+    pub labels: BTreeMap<String, String>,
+}
+
+/// Counts printed by prepare and stored in the manifest.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExportStats {
+    /// Chunks in the corpus.
+    pub chunks: usize,
+    /// Distinct documents.
+    pub documents: usize,
+    /// Queries.
+    pub queries: usize,
+    /// Sum of |gold| over queries.
+    pub gold_chunks: usize,
+    /// Queries with a published chain.
+    pub queries_with_chain: usize,
+    /// Chunks that carry a context header.
+    pub chunks_with_header: usize,
+    /// Distinct BM25 terms.
+    pub bm25_terms: usize,
+    /// BM25 postings.
+    pub bm25_postings: usize,
+    /// Knowledge-graph counts.
+    pub kg: KgStats,
+    /// Similarity-graph edges (undirected).
+    pub simgraph_edges: usize,
+    /// Similarity-graph communities.
+    pub simgraph_communities: usize,
+}
+
+/// `manifest.json`: what the export is, and the blake3 of everything it was made from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Manifest {
+    /// [`EXPORT_VERSION`].
+    pub export_version: u32,
+    /// Dataset name.
+    pub dataset: String,
+    /// Raw format.
+    pub format: String,
+    /// blake3 of each raw input file, by the path it was read from.
+    pub inputs: BTreeMap<String, String>,
+    /// blake3 of the non-file input identity (generator config), if any.
+    pub extra: String,
+    /// The prepare configuration.
+    pub config: PrepareConfig,
+    /// Embedding model identity.
+    pub model_id: String,
+    /// Embedding dimension.
+    pub dim: usize,
+    /// blake3 over everything above: equal keys mean an identical export.
+    pub input_key: String,
+    /// blake3 of each file of the export.
+    pub files: BTreeMap<String, String>,
+    /// Counts.
+    pub stats: ExportStats,
+}
+
+impl Manifest {
+    /// The export's content hash: blake3 over the file hashes (what cell keys use).
+    pub fn content_hash(&self) -> String {
+        let mut h = blake3::Hasher::new();
+        for (name, hash) in &self.files {
+            h.update(name.as_bytes());
+            h.update(b"\0");
+            h.update(hash.as_bytes());
+            h.update(b"\n");
+        }
+        h.finalize().to_hex().to_string()
+    }
+}
+
+/// A loaded export: everything a leg or the harness needs, in memory.
+#[derive(Debug)]
+pub struct Export {
+    /// Where it was read from.
+    pub dir: PathBuf,
+    /// Its manifest.
+    pub manifest: Manifest,
+    /// Chunks, sorted by id (index = chunk index).
+    pub chunks: Vec<Chunk>,
+    /// Document names by document index.
+    pub docs: Vec<String>,
+    /// Vector dimension.
+    pub dim: usize,
+    /// Header+content vectors, row-major `chunks.len() x dim`.
+    pub embeddings: Vec<f32>,
+    /// Content-only vectors where the dataset has context headers (`None` otherwise).
+    pub content_embeddings: Option<Vec<f32>>,
+    /// Queries in dataset order.
+    pub queries: Vec<QueryRecord>,
+    /// Query vectors, row-major.
+    pub query_embeddings: Vec<f32>,
+    /// BM25 index.
+    pub bm25: Bm25Index,
+    /// The knowledge graph (empty where enrichment found no entities).
+    pub kg: KnowledgeGraph,
+    /// Its query-time indices.
+    pub kg_index: KgIndex,
+    /// The chunk similarity graph (kNN over `embeddings`, with communities).
+    pub simgraph: SimGraph,
+    /// Per query: its decomposition's sub-question vectors, flattened (`dim` each, in hop
+    /// order; see [`subquery_texts`]), `None` without a decomposition.
+    pub subquery_embeddings: Vec<Option<Vec<f32>>>,
+}
+
+impl Export {
+    /// Chunk `i`'s header+content vector.
+    pub fn embedding(&self, i: u32) -> &[f32] {
+        &self.embeddings[i as usize * self.dim..(i as usize + 1) * self.dim]
+    }
+    /// Query `q`'s vector.
+    pub fn query_embedding(&self, q: usize) -> &[f32] {
+        &self.query_embeddings[q * self.dim..(q + 1) * self.dim]
+    }
+    /// Query `q`'s sub-question vectors (`None` without a decomposition).
+    pub fn subquery_vectors(&self, q: usize) -> Option<Vec<&[f32]>> {
+        let dim = self.dim.max(1);
+        self.subquery_embeddings[q]
+            .as_ref()
+            .map(|flat| flat.chunks_exact(dim).collect())
+    }
+    /// Document index of chunk `i`.
+    pub fn doc_of(&self, i: u32) -> Option<u32> {
+        self.chunks[i as usize].doc
+    }
+}
+
+/// The file names an export consists of (besides the manifest).
+pub const EXPORT_FILES: [&str; 10] = [
+    "corpus.parquet",
+    "queries.parquet",
+    "bm25-stats.json",
+    "bm25-postings.parquet",
+    enrich::KG_FILES[0],
+    enrich::KG_FILES[1],
+    enrich::KG_FILES[2],
+    enrich::KG_FILES[3],
+    SIMGRAPH_FILES[0],
+    SIMGRAPH_FILES[1],
+];
+
+/// `bm25-stats.json`: what the postings file needs besides the postings.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Bm25Stats {
+    pub(crate) tokenizer: String,
+    pub(crate) params: Bm25Params,
+    pub(crate) chunks: usize,
+    pub(crate) avgdl: f64,
+    pub(crate) doc_len: Vec<u32>,
+}
+
+/// Outcome of [`prepare`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Prepared {
+    /// A fresh export was written.
+    Written,
+    /// An existing export had the same input key and intact files.
+    Reused,
+}
+
+/// Builds (or reuses) the export of `raw` in `dir`. `raw` is only called when the export cannot
+/// be reused, so reading and parsing the raw files is skipped on a cache hit too... except that
+/// the raw files are still hashed, which is what makes the reuse safe.
+pub fn prepare(
+    source: &Source,
+    raw: impl FnOnce() -> Result<RawDataset>,
+    config: &PrepareConfig,
+    embed: &mut EmbedFn<'_>,
+    dir: &Path,
+) -> Result<(Manifest, Prepared)> {
+    let planned = planned_manifest(source, config, &embed.model_id, embed.dim)?;
+    if identity::reusable(dir, &planned.input_key) {
+        return Ok((read_manifest(dir)?, Prepared::Reused));
+    }
+    let raw = raw()?;
+    let built = build::build(source, raw, config, embed)?;
+    let manifest = write::write_atomically(dir, planned, &built)?;
+    Ok((manifest, Prepared::Written))
+}
+
+#[cfg(test)]
+mod tests;

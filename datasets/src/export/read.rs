@@ -1,0 +1,293 @@
+//! An export directory -> [`Export`]: every file checked against the manifest's hashes, then
+//! read through validating readers whose errors name the file, the row and the column.
+
+use std::collections::{BTreeSet, HashMap};
+use std::fs;
+use std::path::Path;
+
+use super::identity::{hash_file, read_manifest};
+use super::{Bm25Stats, Chunk, Export, QueryRecord};
+use crate::enrich::{self, KgIndex};
+use crate::error::{Error, Result};
+use crate::lexical::{Bm25Index, Bm25Parts, Tokenizer};
+use crate::model::SubQuestion;
+use crate::parquet_io::{self as pq, Columns};
+use crate::simgraph::SimGraph;
+
+/// Loads the export in `dir`, checking every file against the manifest's hashes.
+pub fn load(dir: &Path) -> Result<Export> {
+    let manifest = read_manifest(dir)?;
+    for (name, hash) in &manifest.files {
+        let path = dir.join(name);
+        let actual = hash_file(&path)?;
+        if &actual != hash {
+            return Err(Error::field(
+                &path,
+                "file",
+                "blake3",
+                format!(
+                    "is {actual}, manifest says {hash}: the export was modified; re-run prepare"
+                ),
+            ));
+        }
+    }
+    let dim = manifest.dim;
+
+    let path = dir.join("corpus.parquet");
+    let table = pq::Table::read(&path)?;
+    let cols = table.columns();
+    let ids = cols.strings("chunk_id")?;
+    if let Some(w) = ids.windows(2).position(|w| w[0] >= w[1]) {
+        return Err(Error::field(
+            &path,
+            format!("row {}", w + 1),
+            "chunk_id",
+            "rows are not sorted by unique chunk id",
+        ));
+    }
+    let doc_ids = cols.opt_strings("doc_id")?;
+    let titles = cols.strings("title")?;
+    let texts = cols.strings("text")?;
+    let headers = cols.opt_strings("context_header")?;
+    let tokens = cols.u32s("token_count")?;
+    let kg = enrich::read_kg(dir, &cols)?;
+    let embeddings = cols.vectors("embedding", dim)?;
+    let content_embeddings = if cols.has("embedding_content") {
+        Some(cols.vectors("embedding_content", dim)?)
+    } else {
+        None
+    };
+    let doc_set: BTreeSet<&str> = doc_ids.iter().flatten().map(String::as_str).collect();
+    let docs: Vec<String> = doc_set.iter().map(|s| s.to_string()).collect();
+    let doc_index: HashMap<&str, u32> = docs
+        .iter()
+        .enumerate()
+        .map(|(i, d)| (d.as_str(), i as u32))
+        .collect();
+    let chunks: Vec<Chunk> = (0..ids.len())
+        .map(|i| Chunk {
+            id: ids[i].clone(),
+            doc: doc_ids[i].as_deref().map(|d| doc_index[d]),
+            title: titles[i].clone(),
+            text: texts[i].clone(),
+            header: headers[i].clone(),
+            tokens: tokens[i],
+        })
+        .collect();
+    let index: HashMap<&str, u32> = ids
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s.as_str(), i as u32))
+        .collect();
+
+    let path = dir.join("queries.parquet");
+    let table = pq::Table::read(&path)?;
+    let cols = table.columns();
+    let qids = cols.strings("query_id")?;
+    let qtexts = cols.strings("text")?;
+    let query_embeddings = cols.vectors("embedding", dim)?;
+    let gold_ids = cols.string_lists("gold_chunk_ids")?;
+    let chains = cols.opt_strings("chain_json")?;
+    let decomps = cols.opt_strings("decomposition_json")?;
+    let convs = cols.opt_strings("conversation_json")?;
+    let labels = cols.strings("labels_json")?;
+    let subs = read_f32_lists(&path, &cols, "subquery_embeddings")?;
+    let resolve = |row: usize, field: &str, id: &str| {
+        index
+            .get(id)
+            .copied()
+            .ok_or_else(|| Error::GoldNotInCorpus {
+                path: path.clone(),
+                record: qids[row].clone(),
+                field: field.into(),
+                gold: id.into(),
+            })
+    };
+    let parse = |row: usize, field: &str, text: &str| -> Result<serde_json::Value> {
+        serde_json::from_str(text)
+            .map_err(|e| Error::field(&path, &qids[row], field, e.to_string()))
+    };
+    let mut queries = Vec::with_capacity(qids.len());
+    for row in 0..qids.len() {
+        let gold = gold_ids[row]
+            .as_ref()
+            .ok_or_else(|| Error::field(&path, &qids[row], "gold_chunk_ids", "is null"))?
+            .iter()
+            .map(|g| resolve(row, "gold_chunk_ids", g))
+            .collect::<Result<Vec<_>>>()?;
+        let chain = match &chains[row] {
+            None => None,
+            Some(text) => {
+                let slots: Vec<Vec<String>> =
+                    serde_json::from_value(parse(row, "chain_json", text)?).map_err(|e| {
+                        Error::field(&path, &qids[row], "chain_json", e.to_string())
+                    })?;
+                Some(
+                    slots
+                        .iter()
+                        .map(|s| {
+                            s.iter()
+                                .map(|g| resolve(row, "chain_json", g))
+                                .collect::<Result<Vec<_>>>()
+                        })
+                        .collect::<Result<Vec<_>>>()?,
+                )
+            }
+        };
+        let decomposition = match &decomps[row] {
+            None => None,
+            Some(t) => Some(
+                serde_json::from_value(parse(row, "decomposition_json", t)?).map_err(|e| {
+                    Error::field(&path, &qids[row], "decomposition_json", e.to_string())
+                })?,
+            ),
+        };
+        let conversation = match &convs[row] {
+            None => None,
+            Some(t) => Some(
+                serde_json::from_value(parse(row, "conversation_json", t)?).map_err(|e| {
+                    Error::field(&path, &qids[row], "conversation_json", e.to_string())
+                })?,
+            ),
+        };
+        let labels = serde_json::from_value(parse(row, "labels_json", &labels[row])?)
+            .map_err(|e| Error::field(&path, &qids[row], "labels_json", e.to_string()))?;
+        let want = decomposition
+            .as_ref()
+            .map(|d: &Vec<SubQuestion>| d.len() * dim);
+        let have = subs[row].as_ref().map(Vec::len);
+        if want != have {
+            let show = |x: Option<usize>| x.map_or("null".to_string(), |n| format!("{n} floats"));
+            return Err(Error::field(
+                &path,
+                &qids[row],
+                "subquery_embeddings",
+                format!(
+                    "is {}, the decomposition implies {} (row {row})",
+                    show(have),
+                    show(want)
+                ),
+            ));
+        }
+        queries.push(QueryRecord {
+            id: qids[row].clone(),
+            text: qtexts[row].clone(),
+            gold,
+            chain,
+            decomposition,
+            conversation,
+            labels,
+        });
+    }
+
+    let path = dir.join("bm25-stats.json");
+    let text = fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
+    let stats: Bm25Stats =
+        serde_json::from_str(&text).map_err(|e| Error::malformed(&path, "BM25 stats JSON", e))?;
+    if stats.tokenizer != Tokenizer::english().name() {
+        return Err(Error::field(
+            &path,
+            "stats",
+            "tokenizer",
+            format!(
+                "`{}` is not the tokenizer this build has ({})",
+                stats.tokenizer,
+                Tokenizer::english().name()
+            ),
+        ));
+    }
+    if stats.doc_len.len() != chunks.len() {
+        return Err(Error::field(
+            &path,
+            "stats",
+            "doc_len",
+            format!(
+                "has {} entries for {} chunks",
+                stats.doc_len.len(),
+                chunks.len()
+            ),
+        ));
+    }
+    let path = dir.join("bm25-postings.parquet");
+    let table = pq::Table::read(&path)?;
+    let cols = table.columns();
+    let terms = cols.strings("term")?;
+    let runs_c = cols.u32_lists("chunks")?;
+    let runs_t = cols.u32_lists("tfs")?;
+    let mut parts = Bm25Parts {
+        params: stats.params,
+        doc_len: stats.doc_len,
+        terms,
+        offsets: vec![0],
+        post_chunk: Vec::new(),
+        post_tf: Vec::new(),
+    };
+    for (row, (c, t)) in runs_c.into_iter().zip(runs_t).enumerate() {
+        if c.len() != t.len() {
+            return Err(Error::field(
+                &path,
+                format!("row {row}"),
+                "tfs",
+                "length differs from `chunks`",
+            ));
+        }
+        parts.post_chunk.extend(c);
+        parts.post_tf.extend(t);
+        parts.offsets.push(parts.post_chunk.len() as u32);
+    }
+    let simgraph = SimGraph::read(dir, ids.len())?;
+    let bm25 =
+        Bm25Index::from_parts(parts).map_err(|m| Error::field(&path, "postings", "chunks", m))?;
+
+    Ok(Export {
+        dir: dir.to_path_buf(),
+        manifest,
+        chunks,
+        docs,
+        dim,
+        embeddings,
+        content_embeddings,
+        queries,
+        query_embeddings,
+        bm25,
+        kg_index: KgIndex::new(&kg, ids.len()),
+        kg,
+        simgraph,
+        subquery_embeddings: subs,
+    })
+}
+
+/// Reads the nullable `list<float32>` column `name` (null items are an error).
+fn read_f32_lists(path: &Path, cols: &Columns<'_>, name: &str) -> Result<Vec<Option<Vec<f32>>>> {
+    use arrow_array::{Array, Float32Array, ListArray};
+    let a = cols
+        .batch
+        .column_by_name(name)
+        .ok_or_else(|| Error::field(path, "schema", name, "column is missing"))?
+        .as_any()
+        .downcast_ref::<ListArray>()
+        .ok_or_else(|| Error::field(path, "schema", name, "expected list<float32>"))?;
+    (0..a.len())
+        .map(|i| {
+            if a.is_null(i) {
+                return Ok(None);
+            }
+            let inner = a.value(i);
+            let v = inner
+                .as_any()
+                .downcast_ref::<Float32Array>()
+                .ok_or_else(|| {
+                    Error::field(path, format!("row {i}"), name, "expected list<float32>")
+                })?;
+            if v.null_count() > 0 {
+                return Err(Error::field(
+                    path,
+                    format!("row {i}"),
+                    name,
+                    "holds null items",
+                ));
+            }
+            Ok(Some(v.values().to_vec()))
+        })
+        .collect()
+}

@@ -1,0 +1,472 @@
+//! The export end to end on a tiny corpus with a fake embedder.
+
+use super::identity::hash_file;
+use super::write::f32_lists;
+use super::*;
+use crate::lexical::Tokenizer;
+use crate::model::{Passage, Question};
+use crate::parquet_io as pq;
+
+fn passage(id: &str, doc: &str, text: &str) -> Passage {
+    Passage {
+        id: id.into(),
+        doc: Some(doc.into()),
+        title: doc.into(),
+        text: text.into(),
+        header: None,
+    }
+}
+
+fn raw() -> RawDataset {
+    let mut q = Question::new(
+        "q1",
+        "where was the founder born",
+        vec!["b".into(), "a".into(), "a".into()],
+    );
+    q.chain = Some(vec![vec!["a".into()], vec!["b".into()]]);
+    RawDataset {
+        passages: vec![
+            passage("c", "Gamma", "gamma is unrelated"),
+            passage("a", "Alpha", "alpha founded the company of Beta"),
+            passage(
+                "b",
+                "Beta",
+                "beta was born in a city. Alpha and Gamma were not.",
+            ),
+        ],
+        questions: vec![q, Question::new("q2", "gamma", vec!["c".into()])],
+    }
+}
+
+/// A deterministic fake model: the vector counts letters, so texts differ and it is cheap.
+fn fake(dim: usize, calls: std::rc::Rc<std::cell::Cell<usize>>) -> EmbedFn<'static> {
+    EmbedFn {
+        model_id: "fake@0".into(),
+        dim,
+        embed: Box::new(move |texts, _| {
+            calls.set(calls.get() + texts.len());
+            Ok(texts
+                .iter()
+                .map(|t| {
+                    let mut v = vec![0.0f32; dim];
+                    for (i, b) in t.bytes().enumerate() {
+                        v[(b as usize + i) % dim] += 1.0;
+                    }
+                    let n = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-9);
+                    v.iter().map(|x| x / n).collect()
+                })
+                .collect())
+        }),
+    }
+}
+
+fn source() -> Source {
+    Source {
+        name: "tiny".into(),
+        format: "test".into(),
+        files: vec![],
+        extra: "x".into(),
+    }
+}
+
+#[test]
+fn round_trip_sorts_chunks_resolves_gold_and_reuses() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("tiny");
+    let calls = std::rc::Rc::new(std::cell::Cell::new(0));
+    let (m, how) = prepare(
+        &source(),
+        || Ok(raw()),
+        &PrepareConfig::default(),
+        &mut fake(8, calls.clone()),
+        &dir,
+    )
+    .unwrap();
+    assert_eq!(how, Prepared::Written);
+    assert_eq!(
+        (
+            m.stats.chunks,
+            m.stats.queries,
+            m.stats.gold_chunks,
+            m.stats.queries_with_chain
+        ),
+        (3, 2, 3, 1)
+    );
+    let e = load(&dir).unwrap();
+    assert_eq!(
+        e.chunks.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(),
+        vec!["a", "b", "c"]
+    );
+    assert_eq!(e.queries[0].gold, vec![0, 1]);
+    assert_eq!(e.queries[0].chain, Some(vec![vec![0], vec![1]]));
+    assert_eq!(e.queries[1].chain, None);
+    assert_eq!(e.docs, vec!["Alpha", "Beta", "Gamma"]);
+    assert!(e.content_embeddings.is_none());
+    assert_eq!(e.embedding(2).len(), 8);
+    assert_eq!(e.bm25.search(&Tokenizer::english(), "gamma", 5)[0].0, 2);
+    // the knowledge graph: the same as building it over the loaded chunks, with its stats
+    let titled: Vec<(String, String)> = e
+        .chunks
+        .iter()
+        .map(|c| (c.title.clone(), c.full_text()))
+        .collect();
+    let refs: Vec<(&str, &str)> = titled
+        .iter()
+        .map(|(t, x)| (t.as_str(), x.as_str()))
+        .collect();
+    let kg = enrich::build(&refs, &EnrichConfig::default());
+    assert_eq!(e.kg, kg);
+    assert_eq!(e.kg.nodes, vec!["Alpha", "Beta", "Gamma"]);
+    assert_eq!(e.kg.chunk_nodes, vec![vec![0, 1], vec![0, 1, 2], vec![2]]);
+    // Alpha -> Beta (1.0), Beta -> Alpha (1.0), Beta -> Gamma (1.0), Alpha ~ Gamma in Beta (0.5)
+    assert_eq!(e.kg.edges, vec![(0, 1, 2.0), (0, 2, 0.5), (1, 2, 1.0)]);
+    assert_eq!(e.kg.chunk_reach, vec![vec![2], vec![], vec![0, 1]]);
+    assert_eq!(m.stats.kg, e.kg.stats());
+    assert_eq!((m.stats.kg.entities, m.stats.kg.edges), (3, 3));
+    assert_eq!(
+        e.kg_index.query_seeds("Where was BETA born, alpha?"),
+        vec![1, 0]
+    );
+    assert_eq!(e.kg_index.node_chunks(2), &[1, 2]);
+    // unchanged inputs: reused, nothing embedded again
+    let before = calls.get();
+    let (m2, how) = prepare(
+        &source(),
+        || panic!("raw must not be read on reuse"),
+        &PrepareConfig::default(),
+        &mut fake(8, calls.clone()),
+        &dir,
+    )
+    .unwrap();
+    assert_eq!((how, calls.get()), (Prepared::Reused, before));
+    assert_eq!(m2, m);
+    // a different config is a different export
+    let cfg = PrepareConfig {
+        bm25: Bm25Params { k1: 1.2, b: 0.75 },
+        ..Default::default()
+    };
+    let (_, how) = prepare(&source(), || Ok(raw()), &cfg, &mut fake(8, calls), &dir).unwrap();
+    assert_eq!(how, Prepared::Written);
+}
+
+#[test]
+fn headers_give_content_only_vectors() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut r = raw();
+    r.passages[0].header = Some("World > Gamma".into());
+    let calls = std::rc::Rc::new(std::cell::Cell::new(0));
+    prepare(
+        &source(),
+        || Ok(r),
+        &PrepareConfig::default(),
+        &mut fake(8, calls),
+        &tmp.path().join("h"),
+    )
+    .unwrap();
+    let e = load(&tmp.path().join("h")).unwrap();
+    let ce = e.content_embeddings.as_ref().unwrap();
+    assert_eq!(ce.len(), 3 * 8);
+    assert_ne!(
+        &ce[16..24],
+        e.embedding(2),
+        "the headed chunk's content-only vector differs"
+    );
+    assert_eq!(e.chunks[2].full_text(), "World > Gamma\ngamma is unrelated");
+}
+
+fn expect_err(r: RawDataset, dim_out: usize, needle: &str) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("bad");
+    let calls = std::rc::Rc::new(std::cell::Cell::new(0));
+    let mut f = fake(dim_out, calls);
+    f.dim = 8;
+    let err = prepare(&source(), || Ok(r), &PrepareConfig::default(), &mut f, &dir)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains(needle), "{err}");
+    assert!(!dir.exists(), "nothing half-written");
+    assert_eq!(
+        std::fs::read_dir(tmp.path()).unwrap().count(),
+        0,
+        "no temp dir left behind"
+    );
+}
+
+#[test]
+fn bad_inputs_are_typed_errors_and_leave_nothing_behind() {
+    let mut r = raw();
+    r.passages.push(passage("a", "Alpha", "again"));
+    expect_err(r, 8, "duplicate passage id `a`");
+    let mut r = raw();
+    r.questions[0].gold.push("zzz".into());
+    expect_err(
+        r,
+        8,
+        "record q1: field `gold`: gold passage zzz is not in the corpus",
+    );
+    let mut r = raw();
+    r.questions[0].chain = Some(vec![vec!["nope".into()]]);
+    expect_err(r, 8, "field `chain`");
+    expect_err(raw(), 5, "expected dimension 8, found 5");
+    let mut r = raw();
+    r.questions
+        .push(Question::new("q1", "dup", vec!["a".into()]));
+    expect_err(r, 8, "duplicate query id");
+}
+
+/// Prepares the tiny export into `dir`.
+fn tiny(dir: &Path) -> Manifest {
+    let calls = std::rc::Rc::new(std::cell::Cell::new(0));
+    prepare(
+        &source(),
+        || Ok(raw()),
+        &PrepareConfig::default(),
+        &mut fake(8, calls),
+        dir,
+    )
+    .unwrap()
+    .0
+}
+
+/// Rewrites `file` (a parquet file of `dir`) with `edit` applied to its columns, and records
+/// its new hash in the manifest, so that only the content checks of `load` can object.
+fn rewrite(
+    dir: &Path,
+    file: &str,
+    edit: impl FnOnce(&str, arrow_array::ArrayRef) -> arrow_array::ArrayRef,
+) {
+    let path = dir.join(file);
+    let batch = pq::read(&path).unwrap();
+    let schema = batch.schema();
+    let mut edit = Some(edit);
+    let mut cols = Vec::new();
+    for (f, a) in schema.fields().iter().zip(batch.columns()) {
+        let a = match f.name().as_str() {
+            "b" | "kg_reach" => (edit.take().unwrap())(f.name(), a.clone()),
+            _ => a.clone(),
+        };
+        cols.push((f.name().as_str(), a));
+    }
+    pq::write(&path, cols).unwrap();
+    let mut m = read_manifest(dir).unwrap();
+    m.files.insert(file.into(), hash_file(&path).unwrap());
+    std::fs::write(
+        dir.join("manifest.json"),
+        serde_json::to_string_pretty(&m).unwrap(),
+    )
+    .unwrap();
+}
+
+#[test]
+fn a_malformed_knowledge_graph_is_refused_on_load() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("kg");
+    tiny(&dir);
+    load(&dir).unwrap();
+    // an edge to a node that does not exist
+    rewrite(&dir, "kg-edges.parquet", |_, _| pq::u32s(&[1, 7, 2]));
+    let err = load(&dir).unwrap_err().to_string();
+    assert!(
+        err.contains("kg-edges.parquet") && err.contains("row 1") && err.contains("`b`"),
+        "{err}"
+    );
+    // a denormalised corpus column that disagrees with the graph files (the doctored export
+    // hashes as its manifest says, so it would be reused: start afresh)
+    std::fs::remove_dir_all(&dir).unwrap();
+    tiny(&dir);
+    rewrite(&dir, "corpus.parquet", |_, _| {
+        pq::u32_lists(&[vec![2], vec![0], vec![0, 1]])
+    });
+    let err = load(&dir).unwrap_err().to_string();
+    assert!(
+        err.contains("corpus.parquet") && err.contains("row 1") && err.contains("`kg_reach`"),
+        "{err}"
+    );
+}
+
+#[test]
+fn export_round_trips_simgraph_and_subquery_vectors() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("sq");
+    let mut r = raw();
+    r.questions[0].decomposition = Some(vec![
+        SubQuestion {
+            question: "who founded the company".into(),
+            answer: "Alpha".into(),
+            gold: vec!["a".into()],
+        },
+        SubQuestion {
+            question: "where was #1 born".into(),
+            answer: "a city".into(),
+            gold: vec!["b".into()],
+        },
+    ]);
+    // a graph with edges on this tiny corpus: keep everything
+    let cfg = PrepareConfig {
+        simgraph: SimGraphConfig {
+            min_similarity: -1.0,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let calls = std::rc::Rc::new(std::cell::Cell::new(0));
+    let (m, _) = prepare(&source(), || Ok(r), &cfg, &mut fake(8, calls.clone()), &dir).unwrap();
+    let e = load(&dir).unwrap();
+    assert_eq!(m.export_version, 3);
+    assert_eq!(e.simgraph.num_edges(), 3, "3 chunks, all pairs kept");
+    assert_eq!(
+        (m.stats.simgraph_edges, m.stats.simgraph_communities),
+        (3, e.simgraph.num_communities())
+    );
+    let built = SimGraph::build(&e.embeddings, e.dim, &cfg.simgraph);
+    assert_eq!(e.simgraph, built);
+    assert_eq!(
+        e.simgraph.weight(0, 2),
+        Some(crate::simgraph::dot(e.embedding(0), e.embedding(2)))
+    );
+    // sub-query vectors: hop 2's `#1` became hop 1's answer
+    let texts = subquery_texts(e.queries[0].decomposition.as_ref().unwrap());
+    assert_eq!(
+        texts,
+        vec!["who founded the company", "where was Alpha born"]
+    );
+    let subs = e.subquery_vectors(0).unwrap();
+    assert_eq!(subs.len(), 2);
+    let mut f = fake(8, calls);
+    let want = (f.embed)(&["who founded the company", "where was Alpha born"], "x").unwrap();
+    assert_eq!(subs[0], &want[0][..]);
+    assert_eq!(subs[1], &want[1][..]);
+    assert!(e.subquery_embeddings[1].is_none() && e.subquery_vectors(1).is_none());
+    // the default config prunes below 0.60 and differs in key
+    let d = tmp.path().join("d");
+    tiny(&d);
+    assert_ne!(read_manifest(&d).unwrap().input_key, m.input_key);
+}
+
+#[test]
+fn a_subquery_column_that_disagrees_with_the_decomposition_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("sq");
+    let mut r = raw();
+    r.questions[0].decomposition = Some(vec![SubQuestion {
+        question: "who".into(),
+        answer: "Alpha".into(),
+        gold: vec!["a".into()],
+    }]);
+    let calls = std::rc::Rc::new(std::cell::Cell::new(0));
+    prepare(
+        &source(),
+        || Ok(r),
+        &PrepareConfig::default(),
+        &mut fake(8, calls),
+        &dir,
+    )
+    .unwrap();
+    let path = dir.join("queries.parquet");
+    let batch = pq::read(&path).unwrap();
+    let schema = batch.schema();
+    let cols: Vec<(&str, arrow_array::ArrayRef)> = schema
+        .fields()
+        .iter()
+        .zip(batch.columns())
+        .map(|(f, a)| {
+            let a = if f.name() == "subquery_embeddings" {
+                f32_lists(&[Some(vec![0.5; 3]), None])
+            } else {
+                a.clone()
+            };
+            (f.name().as_str(), a)
+        })
+        .collect();
+    pq::write(&path, cols).unwrap();
+    let mut m = read_manifest(&dir).unwrap();
+    m.files
+        .insert("queries.parquet".into(), hash_file(&path).unwrap());
+    std::fs::write(
+        dir.join("manifest.json"),
+        serde_json::to_string_pretty(&m).unwrap(),
+    )
+    .unwrap();
+    let err = load(&dir).unwrap_err().to_string();
+    assert!(
+        err.contains("queries.parquet")
+            && err.contains("q1")
+            && err.contains("`subquery_embeddings`")
+            && err.contains("row 0"),
+        "{err}"
+    );
+}
+
+#[test]
+fn subquery_texts_resolve_multi_digit_and_unknown_references() {
+    let sq = |q: &str, a: &str| SubQuestion {
+        question: q.into(),
+        answer: a.into(),
+        gold: vec![],
+    };
+    let d = vec![sq("x", "A1"), sq("#1 and #2 and #12 and #", "B")];
+    assert_eq!(subquery_texts(&d)[1], "A1 and B and #12 and #");
+}
+
+#[test]
+fn building_twice_gives_identical_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = tiny(&tmp.path().join("a"));
+    let b = tiny(&tmp.path().join("b"));
+    assert_eq!(a.files, b.files);
+    assert_eq!(a.files.len(), EXPORT_FILES.len());
+    assert_eq!(a.content_hash(), b.content_hash());
+    for f in EXPORT_FILES {
+        assert_eq!(
+            hash_file(&tmp.path().join("a").join(f)).unwrap(),
+            hash_file(&tmp.path().join("b").join(f)).unwrap(),
+            "{f}"
+        );
+    }
+}
+
+#[test]
+fn a_modified_export_file_is_refused_on_load() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("t");
+    let calls = std::rc::Rc::new(std::cell::Cell::new(0));
+    prepare(
+        &source(),
+        || Ok(raw()),
+        &PrepareConfig::default(),
+        &mut fake(8, calls.clone()),
+        &dir,
+    )
+    .unwrap();
+    std::fs::write(dir.join("bm25-stats.json"), b"{}").unwrap();
+    let err = load(&dir).unwrap_err().to_string();
+    assert!(
+        err.contains("bm25-stats.json") && err.contains("modified"),
+        "{err}"
+    );
+    // and prepare rebuilds it instead of reusing it
+    let (_, how) = prepare(
+        &source(),
+        || Ok(raw()),
+        &PrepareConfig::default(),
+        &mut fake(8, calls),
+        &dir,
+    )
+    .unwrap();
+    assert_eq!(how, Prepared::Written);
+    load(&dir).unwrap();
+}
+
+#[test]
+fn the_input_key_is_a_pinned_serialisation() {
+    // the key is blake3 over a JSON object with sorted keys; a change of that serialisation
+    // (a renamed field, a serde_json feature that keeps insertion order) would silently
+    // re-prepare every export, so the bytes are pinned here
+    let m = planned_manifest(&source(), &PrepareConfig::default(), "model@1", 8).unwrap();
+    assert_eq!(m.format, "test");
+    assert_eq!(m.extra, blake3::hash(b"x").to_hex().to_string());
+    assert_eq!(
+        m.input_key,
+        "8637bb7e79fb5971adf7863ea94a8f9650cff0abcc7a8241764b0f94f301194d"
+    );
+}

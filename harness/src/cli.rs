@@ -1,0 +1,289 @@
+//! The command line, as clap derive types. Nothing here is resolved: [`Command::overrides`]
+//! hands the flags to [`crate::settings::Settings::resolve`], which owns every default and
+//! every precedence rule.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::settings::{Overrides, RunFlags};
+
+/// A reproducible benchmark harness for the retrieval strategies that fill an LLM's context.
+#[derive(Parser, Debug)]
+#[command(name = "hopbench", version, about)]
+pub struct Cli {
+    /// The command.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run every selected leg on every selected dataset and write one cached cell each.
+    RunMatrix(RunArgs),
+    /// Build (or reuse) the export of datasets: read raw files, embed, index.
+    Prepare(PrepareArgs),
+    /// Compare two results directories cell by cell.
+    Compare(CompareArgs),
+    /// Paired comparison of two legs on one dataset of one results directory.
+    CompareLegs(LegPairArgs),
+    /// Equal-spend comparison of two selecting legs' budget curves on one dataset.
+    CompareCurves(LegPairArgs),
+    /// Per-group metrics of cells (by dataset label and classified intent), the intent
+    /// confusion matrix and reference-resolution accuracy.
+    Breakdown(BreakdownArgs),
+    /// Draw the budget curves of every dataset (PNG and SVG).
+    Plot(PlotArgs),
+    /// Speed benchmarks (not tests): query latency per leg, prepare throughput.
+    #[command(subcommand)]
+    Bench(BenchCommand),
+    /// List the campaign's datasets and whether their raw files are present.
+    Datasets(CommonArgs),
+    /// List the campaign's legs with their resolved parameters.
+    Legs(CommonArgs),
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct CommonArgs {
+    /// Campaign file (default: ./campaign.yaml, else the compiled-in default).
+    #[arg(long)]
+    pub campaign: Option<PathBuf>,
+    /// Directory holding the raw datasets (default: $HOPBENCH_DATA, else the campaign's
+    /// `data_dir`; none: only generated data).
+    #[arg(long, env = "HOPBENCH_DATA")]
+    pub data_dir: Option<PathBuf>,
+    /// Results directory (default: the campaign's `results`).
+    #[arg(long)]
+    pub results: Option<PathBuf>,
+    /// Embedding model directory (default: $HOPBENCH_MODEL_DIR, else the campaign's `model`).
+    #[arg(long, env = "HOPBENCH_MODEL_DIR")]
+    pub model: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// `all` or a comma list of dataset names (default: the campaign's `run.datasets`, else all).
+    #[arg(long)]
+    pub datasets: Option<String>,
+    /// `all` or a comma list of leg names (default: the campaign's `run.legs`, else all).
+    #[arg(long)]
+    pub legs: Option<String>,
+    /// Evaluate only the first N queries of each dataset (a different query set: cells are not
+    /// comparable with full runs).
+    #[arg(long)]
+    pub limit: Option<usize>,
+    /// Recompute cells even when their key matches.
+    #[arg(long)]
+    pub force: bool,
+    /// Thread count (required, or RAYON_NUM_THREADS, or the campaign's `run.threads`): the
+    /// determinism contract.
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// No progress bars.
+    #[arg(long)]
+    pub quiet: bool,
+    /// Do not compute budget curves for selecting legs.
+    #[arg(long)]
+    pub no_curves: bool,
+    /// Print the resolved settings as a campaign file (feed it back with `--campaign`) and exit.
+    #[arg(long)]
+    pub show_settings: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct PrepareArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// `all` or a comma list of dataset names.
+    #[arg(long, alias = "dataset", default_value = "all")]
+    pub datasets: String,
+    /// No progress bars.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct CompareArgs {
+    /// First results directory (the baseline).
+    pub a: PathBuf,
+    /// Second results directory.
+    pub b: PathBuf,
+    /// Also write the comparison as JSON to this file.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Campaign whose `stats` settings to use (default as for run-matrix).
+    #[arg(long)]
+    pub campaign: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+/// Two legs of one dataset in one results directory (`compare-legs`, `compare-curves`).
+pub struct LegPairArgs {
+    /// Results directory (default: the campaign's `results`).
+    #[arg(long)]
+    pub results: Option<PathBuf>,
+    /// Dataset name.
+    #[arg(long)]
+    pub dataset: String,
+    /// Leg A (the baseline).
+    pub a: String,
+    /// Leg B.
+    pub b: String,
+    /// Also write the comparison as JSON to this file.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Campaign whose `stats` settings to use.
+    #[arg(long)]
+    pub campaign: Option<PathBuf>,
+    /// compare-legs only: one paired comparison per group of a dataset label (`multi_turn`),
+    /// of `intent` (as a conversation leg classified it), or of a `note:<annotation>`.
+    #[arg(long)]
+    pub by: Option<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct BreakdownArgs {
+    /// Results directory (default: the campaign's `results`).
+    #[arg(long)]
+    pub results: Option<PathBuf>,
+    /// Dataset name.
+    #[arg(long)]
+    pub dataset: String,
+    /// `all` or a comma list of leg names (cells that exist).
+    #[arg(long, default_value = "all")]
+    pub legs: String,
+    /// Campaign (default as for run-matrix).
+    #[arg(long)]
+    pub campaign: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct PlotArgs {
+    /// Results directory (default: the campaign's `results`).
+    #[arg(long)]
+    pub results: Option<PathBuf>,
+    /// `all` or a comma list of dataset names.
+    #[arg(long, default_value = "all")]
+    pub datasets: String,
+    /// Output directory (default: <results>/plots).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Campaign (for the default results directory).
+    #[arg(long)]
+    pub campaign: Option<PathBuf>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum BenchCommand {
+    /// Per-leg query latency and throughput, one query at a time on one thread.
+    Latency(LatencyArgs),
+    /// Prepare throughput: reading, tokenising + BM25 (chunks/s), embedding (passages/s).
+    Prepare(BenchPrepareArgs),
+    /// SPEC-028 per-turn assembly time beside the conversation retrievals (median, p95).
+    Assembly(AssemblyArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct AssemblyArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// Comma list of conversational dataset names.
+    #[arg(long)]
+    pub datasets: String,
+    /// The multi_horizon leg whose assembler settings to time.
+    #[arg(long, default_value = "multi_horizon")]
+    pub leg: String,
+    /// Timed passes over the turns (after one warm-up pass).
+    #[arg(long, default_value_t = 20)]
+    pub repeat: usize,
+    /// Write the results as JSON to this file.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct LatencyArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// Comma list of dataset names.
+    #[arg(long)]
+    pub datasets: String,
+    /// `all` or a comma list of leg names.
+    #[arg(long, default_value = "all")]
+    pub legs: String,
+    /// Timed passes over the queries (after one warm-up pass).
+    #[arg(long, default_value_t = 20)]
+    pub repeat: usize,
+    /// Time the queries of this other dataset against each dataset's corpus (same model).
+    #[arg(long)]
+    pub queries_from: Option<String>,
+    /// Also record each query's top-N chunk ids (for peer comparisons).
+    #[arg(long, default_value_t = 0)]
+    pub top: usize,
+    /// Write the results as JSON to this file.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct BenchPrepareArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// Comma list of dataset names.
+    #[arg(long)]
+    pub datasets: String,
+    /// Passages to embed (0 = all).
+    #[arg(long, default_value_t = 500)]
+    pub sample: usize,
+    /// Write the results as JSON to this file.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+}
+
+impl CommonArgs {
+    fn overrides(&self) -> Overrides {
+        Overrides {
+            campaign: self.campaign.clone(),
+            results: self.results.clone(),
+            data_dir: self.data_dir.clone(),
+            model: self.model.clone(),
+            run: None,
+        }
+    }
+}
+
+impl Command {
+    /// The flags that take part in settings resolution.
+    pub fn overrides(&self) -> Overrides {
+        let only = |campaign: &Option<PathBuf>, results: &Option<PathBuf>| Overrides {
+            campaign: campaign.clone(),
+            results: results.clone(),
+            ..Overrides::default()
+        };
+        match self {
+            Command::RunMatrix(a) => Overrides {
+                run: Some(RunFlags {
+                    datasets: a.datasets.clone(),
+                    legs: a.legs.clone(),
+                    limit: a.limit,
+                    threads: a.threads,
+                    force: a.force,
+                    quiet: a.quiet,
+                    no_curves: a.no_curves,
+                }),
+                ..a.common.overrides()
+            },
+            Command::Prepare(a) => a.common.overrides(),
+            Command::Compare(a) => only(&a.campaign, &None),
+            Command::CompareLegs(a) | Command::CompareCurves(a) => only(&a.campaign, &a.results),
+            Command::Breakdown(a) => only(&a.campaign, &a.results),
+            Command::Plot(a) => only(&a.campaign, &a.results),
+            Command::Bench(BenchCommand::Latency(a)) => a.common.overrides(),
+            Command::Bench(BenchCommand::Prepare(a)) => a.common.overrides(),
+            Command::Bench(BenchCommand::Assembly(a)) => a.common.overrides(),
+            Command::Datasets(c) | Command::Legs(c) => c.overrides(),
+        }
+    }
+}

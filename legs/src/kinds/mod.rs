@@ -1,0 +1,214 @@
+//! The leg kinds of the matrix: one file per kind, one line in [`KINDS`].
+//!
+//! A kind is a parameter struct (flat in the campaign, grouped in the code: see
+//! [`crate::params`]) that implements [`LegKind`]: its name, a one-line description, any
+//! cross-field checks, and how it is built from the building blocks (engines, the hybrid, the
+//! Expander, the gate, the lanes, the selectors, the conversation session). Kinds compose
+//! blocks; blocks never know about kinds or the campaign.
+//!
+//! Adding a kind: write `kinds/<name>.rs` with the struct and its `impl LegKind`, then add one
+//! line `name::Type,` to the list below. The registry ([`crate::registry::LegSpec`]) parses,
+//! validates, prints and builds every kind through this list alone.
+
+use std::any::Any;
+use std::fmt::Debug;
+use std::sync::Arc;
+
+use hopbench_datasets::export::Export;
+
+use crate::conversation::session::TextVectors;
+use crate::leg::{Leg, LegError};
+use crate::params::{Check, Flat, ParamError, Params};
+
+/// What a kind is built with.
+pub struct Build<'a> {
+    /// The leg's campaign name (for messages).
+    pub leg: &'a str,
+    /// The export it retrieves from.
+    pub export: &'a Arc<Export>,
+    /// Vectors of the texts [`LegKind::texts_to_embed`] listed (none for most kinds).
+    pub vectors: Option<Arc<TextVectors>>,
+}
+
+/// A leg kind: a parameter struct that knows how to become a [`Leg`].
+pub trait LegKind: Params + Debug + Clone + PartialEq + Send + Sync + 'static {
+    /// The `kind:` name in the campaign.
+    const NAME: &'static str;
+    /// One line for `hopbench legs`.
+    const ABOUT: &'static str;
+
+    /// Checks across groups (each group's own ranges are checked by [`Params::check`] first).
+    fn check_kind(&self, _c: &Check<'_>) -> Result<(), LegError> {
+        Ok(())
+    }
+
+    /// Builds the leg (the parameters are already checked).
+    fn build(&self, b: &Build<'_>) -> Result<Box<dyn Leg>, LegError>;
+
+    /// Texts this kind needs vectors for besides the prepared query vectors (the conversation
+    /// kinds); the harness embeds them and passes them in [`Build::vectors`].
+    fn texts_to_embed(&self, _export: &Export) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// Whether the kind reads each query's conversation from its own export (so it cannot time
+    /// another export's queries).
+    fn reads_conversation(&self) -> bool {
+        false
+    }
+}
+
+/// A kind's parameters behind a pointer: what the registry holds for each campaign leg.
+pub trait LegConfig: Debug + Send + Sync {
+    /// The kind's name.
+    fn kind(&self) -> &'static str;
+    /// Every parameter, resolved, flat.
+    fn params(&self) -> Flat;
+    /// Range and cross-field checks; errors name leg `leg` and the field.
+    fn validate(&self, leg: &str) -> Result<(), LegError>;
+    /// Builds the leg (call [`Self::validate`] first).
+    fn build(&self, b: &Build<'_>) -> Result<Box<dyn Leg>, LegError>;
+    /// See [`LegKind::texts_to_embed`].
+    fn texts_to_embed(&self, export: &Export) -> Vec<String>;
+    /// See [`LegKind::reads_conversation`].
+    fn reads_conversation(&self) -> bool;
+    /// The concrete kind struct, for callers that need one kind's parameters.
+    fn as_any(&self) -> &dyn Any;
+}
+
+impl<K: LegKind> LegConfig for K {
+    fn kind(&self) -> &'static str {
+        K::NAME
+    }
+    fn params(&self) -> Flat {
+        self.to_flat()
+    }
+    fn validate(&self, leg: &str) -> Result<(), LegError> {
+        let c = Check(leg);
+        Params::check(self, &c)?;
+        self.check_kind(&c)
+    }
+    fn build(&self, b: &Build<'_>) -> Result<Box<dyn Leg>, LegError> {
+        LegKind::build(self, b)
+    }
+    fn texts_to_embed(&self, export: &Export) -> Vec<String> {
+        LegKind::texts_to_embed(self, export)
+    }
+    fn reads_conversation(&self) -> bool {
+        LegKind::reads_conversation(self)
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// One entry of [`KINDS`].
+pub struct Kind {
+    /// The `kind:` name.
+    pub name: &'static str,
+    /// One line for `hopbench legs`.
+    pub about: &'static str,
+    parse: fn(&Flat) -> Result<Arc<dyn LegConfig>, ParamError>,
+    keys: fn() -> Vec<&'static str>,
+}
+
+impl Kind {
+    /// The entry of kind `K`.
+    pub const fn of<K: LegKind>() -> Kind {
+        Kind {
+            name: K::NAME,
+            about: K::ABOUT,
+            parse: parse_as::<K>,
+            keys: keys_of::<K>,
+        }
+    }
+
+    /// Reads the kind's parameters from a flat map (without `kind`); unknown keys are errors.
+    pub fn parse(&self, params: &Flat) -> Result<Arc<dyn LegConfig>, ParamError> {
+        (self.parse)(params)
+    }
+
+    /// Every flat key the kind reads, in group order.
+    pub fn keys(&self) -> Vec<&'static str> {
+        (self.keys)()
+    }
+
+    /// The kind named `name`.
+    pub fn named(name: &str) -> Option<&'static Kind> {
+        KINDS.iter().find(|k| k.name == name)
+    }
+}
+
+fn parse_as<K: LegKind>(params: &Flat) -> Result<Arc<dyn LegConfig>, ParamError> {
+    Ok(Arc::new(K::from_flat(params)?))
+}
+
+fn keys_of<K: LegKind>() -> Vec<&'static str> {
+    let mut out = Vec::new();
+    K::keys(&mut out);
+    out
+}
+
+macro_rules! kinds {
+    ($($module:ident :: $ty:ident),* $(,)?) => {
+        $(pub mod $module;)*
+        /// Every leg kind, in the order `hopbench legs` lists them.
+        pub const KINDS: &[Kind] = &[$(Kind::of::<$module::$ty>()),*];
+    };
+}
+
+kinds! {
+    dense::Dense,
+    dense_content_only::DenseContentOnly,
+    lexical::Lexical,
+    bm25::Bm25,
+    kg::Kg,
+    hyperedges::Hyperedges,
+    graph_rescue::GraphRescue,
+    packer::Packer,
+    graph_rescue_packed::GraphRescuePacked,
+    graph_rescue_coe::GraphRescueCoe,
+    cdr::Cdr,
+    cdgr::Cdgr,
+    cdr_task::CdrTask,
+    cdgr_task::CdgrTask,
+    conv_last_turn::ConvLastTurn,
+    conv_full_history::ConvFullHistory,
+    conv_cdr::ConvCdr,
+    multi_horizon::MultiHorizon,
+    rescue_oracle::RescueOracle,
+    base_oracle::BaseOracle,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_no_kind_reads_a_key_twice() {
+        let mut names: Vec<&str> = KINDS.iter().map(|k| k.name).collect();
+        names.sort_unstable();
+        let n = names.len();
+        names.dedup();
+        assert_eq!(names.len(), n, "duplicate kind names");
+        for k in KINDS {
+            let mut keys = k.keys();
+            let n = keys.len();
+            keys.sort_unstable();
+            keys.dedup();
+            assert_eq!(keys.len(), n, "kind `{}` reads a key twice", k.name);
+            assert!(!keys.contains(&"kind"), "`kind` is the registry's key");
+        }
+    }
+
+    #[test]
+    fn every_kind_parses_its_defaults_validates_and_round_trips() {
+        for k in KINDS {
+            let c = k.parse(&Flat::new()).unwrap();
+            assert_eq!(c.kind(), k.name);
+            c.validate(k.name).unwrap();
+            let again = k.parse(&c.params()).unwrap();
+            assert_eq!(again.params(), c.params(), "{}", k.name);
+        }
+    }
+}

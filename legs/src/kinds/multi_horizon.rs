@@ -1,0 +1,96 @@
+//! `multi_horizon`: SPEC-028's assembler over the hybrid: references resolved into the query,
+//! the intent classified, tiers blended per intent (see [`crate::conversation::session`]).
+
+use hopbench_datasets::export::Export;
+use serde::{Deserialize, Serialize};
+
+use super::{Build, LegKind};
+use crate::conversation::session::{texts_to_embed, ConvLeg, ConvMode, Delivered};
+use crate::conversation::ConversationConfig;
+use crate::first_stage::FirstStage;
+use crate::leg::{Leg, LegError};
+use crate::params::{Check, Checked};
+use crate::{flat_params, leaf_params};
+
+/// The assembler's own parameters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Assembler {
+    /// Strength of `Partial` novelty: a repeat's score is multiplied by `1 - partial_novelty`.
+    pub partial_novelty: f32,
+    /// Turn log, threads, intent markers and the blend table.
+    pub conversation: ConversationConfig,
+}
+
+impl Default for Assembler {
+    fn default() -> Self {
+        Assembler {
+            partial_novelty: 0.5,
+            conversation: ConversationConfig::default(),
+        }
+    }
+}
+
+impl Checked for Assembler {
+    /// Range checks, including the blend table (non-negative weights summing to 1).
+    fn check(&self, c: &Check<'_>) -> Result<(), LegError> {
+        c.unit("partial_novelty", f64::from(self.partial_novelty))?;
+        let conv = &self.conversation;
+        c.non_negative(
+            "conversation.turn_log.half_life",
+            f64::from(conv.turn_log.half_life),
+        )?;
+        c.unit(
+            "conversation.threads.join_threshold",
+            f64::from(conv.threads.join_threshold),
+        )?;
+        c.range(
+            "conversation.intent.explore_threshold",
+            f64::from(conv.intent.explore_threshold),
+            -1.0,
+            1.0,
+        )?;
+        conv.validate().or_else(|m| c.fail("conversation.blend", &m))
+    }
+}
+
+leaf_params!(Assembler);
+
+flat_params! {
+    /// `multi_horizon`'s parameters.
+    pub struct MultiHorizon {
+        /// The hybrid first stage (Tier P, and the ranking's length).
+        pub first: FirstStage,
+        /// What each earlier turn delivered.
+        pub delivered: Delivered,
+        /// The assembler.
+        pub assembler: Assembler,
+    }
+}
+
+impl MultiHorizon {
+    fn mode(&self) -> ConvMode {
+        ConvMode::MultiHorizon {
+            delivered_k: self.delivered.delivered_k,
+            partial_novelty: self.assembler.partial_novelty,
+            conversation: Box::new(self.assembler.conversation.clone()),
+        }
+    }
+}
+
+impl LegKind for MultiHorizon {
+    const NAME: &'static str = "multi_horizon";
+    const ABOUT: &'static str = "conversations: SPEC-028's assembler (references, intent, tier blend)";
+
+    fn build(&self, b: &Build<'_>) -> Result<Box<dyn Leg>, LegError> {
+        ConvLeg::leg(b.export, self.mode(), &self.first, b.vectors.clone())
+    }
+
+    fn texts_to_embed(&self, export: &Export) -> Vec<String> {
+        texts_to_embed(export, &self.mode())
+    }
+
+    fn reads_conversation(&self) -> bool {
+        true
+    }
+}
