@@ -34,7 +34,7 @@ pub enum DatasetFormat {
     /// `hopbench_datasets::formats::dialogues`).
     Dialogues,
     /// A raw format: reads the dataset's `files`.
-    Raw(&'static dyn Format),
+    Raw(&'static Format),
 }
 
 impl DatasetFormat {

@@ -16,33 +16,16 @@ use std::path::Path;
 
 use super::common::{read_records, CorpusBuilder, Ctx, SeenIds};
 use super::qrels::Judgements;
-use super::{Files, Format, Role};
+use super::{Format, Role};
 use crate::error::Result;
 use crate::model::{Passage, Question, RawDataset};
 
 /// `format: beir`: `corpus`, `queries`, `qrels` (one split's file).
-pub struct Beir;
-
-impl Format for Beir {
-    fn name(&self) -> &'static str {
-        "beir"
-    }
-    fn roles(&self) -> &'static [Role] {
-        const ROLES: &[Role] = &[
-            Role::one("corpus"),
-            Role::one("queries"),
-            Role::one("qrels"),
-        ];
-        ROLES
-    }
-    fn read(&self, files: &Files) -> Result<RawDataset> {
-        read(
-            files.one("corpus"),
-            files.one("queries"),
-            files.one("qrels"),
-        )
-    }
-}
+pub const FORMAT: Format = Format {
+    name: "beir",
+    roles: &[Role::one("corpus"), Role::one("queries"), Role::one("qrels")],
+    read: |files| read(files.one("corpus"), files.one("queries"), files.one("qrels")),
+};
 
 /// Read a BEIR dataset from its three files.
 pub fn read(corpus: &Path, queries: &Path, qrels: &Path) -> Result<RawDataset> {
@@ -170,8 +153,8 @@ mod tests {
         .into_iter()
         .map(|(role, p)| (role.to_string(), vec![p]))
         .collect();
-        let files = Files::new(&Beir, files).unwrap();
-        assert_eq!(Beir.read(&files).unwrap(), read(&c, &q, &r).unwrap());
+        let files = super::super::Files::new(&FORMAT, files).unwrap();
+        assert_eq!(FORMAT.read(&files).unwrap(), read(&c, &q, &r).unwrap());
     }
 
     #[test]

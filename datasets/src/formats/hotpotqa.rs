@@ -25,25 +25,16 @@ use std::path::Path;
 
 use super::common::{read_object_entries, CorpusBuilder, Ctx, Val};
 use super::hotpot_style::{self, join_sentences, titled_passage, Layout};
-use super::{Files, Format, Role};
+use super::{Format, Role};
 use crate::error::Result;
 use crate::model::{Question, RawDataset};
 
 /// `format: hotpotqa`: `questions`, optional `corpus` (the HippoRAG corpus object).
-pub struct HotpotQa;
-
-impl Format for HotpotQa {
-    fn name(&self) -> &'static str {
-        "hotpotqa"
-    }
-    fn roles(&self) -> &'static [Role] {
-        const ROLES: &[Role] = &[Role::one("questions"), Role::optional("corpus")];
-        ROLES
-    }
-    fn read(&self, files: &Files) -> Result<RawDataset> {
-        read(files.one("questions"), files.optional("corpus"))
-    }
-}
+pub const FORMAT: Format = Format {
+    name: "hotpotqa",
+    roles: &[Role::one("questions"), Role::optional("corpus")],
+    read: |files| read(files.one("questions"), files.optional("corpus")),
+};
 
 /// Read HotpotQA: `questions` (JSON list or JSONL), with the HippoRAG `corpus` object file
 /// (`{title: [sentence, ...]}`) when given, else with the corpus made of the questions' contexts.

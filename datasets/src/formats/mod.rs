@@ -1,11 +1,12 @@
 //! The raw dataset formats people download, each `files -> RawDataset`, registered in one list.
 //!
-//! A format is one module with one `impl` [`Format`]: its name in campaign files, the `files:`
+//! A format is one module with one `const` [`Format`]: its name in campaign files, the `files:`
 //! roles it reads ([`Role`]: required or optional, one file or a list) and its reader. [`FORMATS`]
 //! lists them all; the campaign looks a `format:` name up there ([`find`]), checks the dataset's
 //! roles against the format's when it loads ([`check_roles`]), and reads through
-//! [`Format::read`]. **Adding a format** is a new module here with its `impl Format`, and one
-//! line `module::Type,` in the `formats!` list below (which declares the module too).
+//! [`Format::read`]. **Adding a format** is a new module here with its `pub const FORMAT:
+//! Format`, and one line (the module's name) in the `formats!` list below, which declares the
+//! module too.
 //!
 //! | module | format | roles | corpus | gold | chain |
 //! |---|---|---|---|---|---|
@@ -46,38 +47,52 @@ pub use roles::{check_roles, Files, Role, RoleError};
 use crate::error::Result;
 use crate::model::RawDataset;
 
-/// A raw dataset format: a name, the file roles it reads, and its reader.
-pub trait Format: Sync {
+/// A raw dataset format: a name, the file roles it reads, and its reader. Each format module
+/// declares one as `pub const FORMAT: Format`.
+pub struct Format {
     /// The name in campaign files (`format: musique`). It is also recorded in every export's
     /// manifest and hashed into its input key, so renaming a format re-prepares its exports.
-    fn name(&self) -> &'static str;
-
+    pub name: &'static str,
     /// The `files:` roles it reads, in the order messages list them.
-    fn roles(&self) -> &'static [Role];
-
+    pub roles: &'static [Role],
     /// Reads a dataset from its files (already checked against [`Format::roles`]).
-    fn read(&self, files: &Files) -> Result<RawDataset>;
+    pub read: fn(&Files) -> Result<RawDataset>,
 }
 
-/// Declares each format's module and lists its `impl Format` in [`FORMATS`]: one line a format.
+impl Format {
+    /// The name in campaign files.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+    /// The `files:` roles it reads.
+    pub fn roles(&self) -> &'static [Role] {
+        self.roles
+    }
+    /// Reads a dataset from its files (already checked against [`Format::roles`]).
+    pub fn read(&self, files: &Files) -> Result<RawDataset> {
+        (self.read)(files)
+    }
+}
+
+/// Declares each format's module and lists its `FORMAT` in [`FORMATS`]: one line a format.
 macro_rules! formats {
-    ($($module:ident :: $ty:ident),* $(,)?) => {
+    ($($module:ident),* $(,)?) => {
         $(pub mod $module;)*
         /// Every raw format, one line each.
-        pub static FORMATS: &[&dyn Format] = &[$(&$module::$ty),*];
+        pub static FORMATS: &[&Format] = &[$(&$module::FORMAT),*];
     };
 }
 
 formats! {
-    musique::Musique,
-    hotpotqa::HotpotQa,
-    twowiki::TwoWiki,
-    mtrag::Mtrag,
-    beir::Beir,
+    musique,
+    hotpotqa,
+    twowiki,
+    mtrag,
+    beir,
 }
 
 /// The format named `name` in [`FORMATS`].
-pub fn find(name: &str) -> Option<&'static dyn Format> {
+pub fn find(name: &str) -> Option<&'static Format> {
     FORMATS.iter().copied().find(|f| f.name() == name)
 }
 

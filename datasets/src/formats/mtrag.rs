@@ -35,25 +35,16 @@ use std::path::{Path, PathBuf};
 
 use super::common::{read_records, CorpusBuilder, Ctx, SeenIds};
 use super::qrels::Judgements;
-use super::{Files, Format, Role};
+use super::{Format, Role};
 use crate::error::{Error, Result};
 use crate::model::{Passage, Question, RawDataset, Turn};
 
 /// `format: mtrag`: `reference` (the tasks), `qrels` (one or more files, applied in order).
-pub struct Mtrag;
-
-impl Format for Mtrag {
-    fn name(&self) -> &'static str {
-        "mtrag"
-    }
-    fn roles(&self) -> &'static [Role] {
-        const ROLES: &[Role] = &[Role::one("reference"), Role::list("qrels")];
-        ROLES
-    }
-    fn read(&self, files: &Files) -> Result<RawDataset> {
-        read(files.one("reference"), files.list("qrels"))
-    }
-}
+pub const FORMAT: Format = Format {
+    name: "mtrag",
+    roles: &[Role::one("reference"), Role::list("qrels")],
+    read: |files| read(files.one("reference"), files.list("qrels")),
+};
 
 /// Read MTRAG: the `reference` tasks file (JSONL) and the `qrels` TSV files, in the given order.
 pub fn read(reference: &Path, qrels: &[impl AsRef<Path>]) -> Result<RawDataset> {

@@ -31,25 +31,16 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use super::common::{padded_ids, read_records, Ctx, SeenIds};
-use super::{Files, Format, Role};
+use super::{Format, Role};
 use crate::error::{Error, Result};
 use crate::model::{Passage, Question, RawDataset, SubQuestion};
 
 /// `format: musique`: `questions`, optional `corpus` (the HippoRAG corpus list).
-pub struct Musique;
-
-impl Format for Musique {
-    fn name(&self) -> &'static str {
-        "musique"
-    }
-    fn roles(&self) -> &'static [Role] {
-        const ROLES: &[Role] = &[Role::one("questions"), Role::optional("corpus")];
-        ROLES
-    }
-    fn read(&self, files: &Files) -> Result<RawDataset> {
-        read(files.one("questions"), files.optional("corpus"))
-    }
-}
+pub const FORMAT: Format = Format {
+    name: "musique",
+    roles: &[Role::one("questions"), Role::optional("corpus")],
+    read: |files| read(files.one("questions"), files.optional("corpus")),
+};
 
 /// Read MuSiQue: `questions` (JSON list or JSONL), with the HippoRAG `corpus` file (list of
 /// `{title, text}`) when given, else with the corpus made of the questions' own paragraphs.

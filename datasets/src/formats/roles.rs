@@ -92,7 +92,7 @@ pub struct RoleError {
 /// required role must be given. Unknown roles are reported first (a typo explains the missing
 /// role it was meant to be), then file counts, then missing roles in declaration order.
 pub fn check_roles<'a>(
-    format: &dyn Format,
+    format: &Format,
     given: impl IntoIterator<Item = (&'a str, usize)>,
 ) -> Result<(), RoleError> {
     let declared = format.roles();
@@ -147,7 +147,7 @@ pub struct Files {
 impl Files {
     /// The paths of a dataset of `format`, by role ([`check_roles`] first).
     pub fn new(
-        format: &dyn Format,
+        format: &Format,
         by_role: BTreeMap<String, Vec<PathBuf>>,
     ) -> Result<Files, RoleError> {
         check_roles(format, by_role.iter().map(|(r, p)| (r.as_str(), p.len())))?;
@@ -193,26 +193,18 @@ mod tests {
     use crate::model::RawDataset;
     use crate::Result;
 
-    struct Test;
-    impl Format for Test {
-        fn name(&self) -> &'static str {
-            "test"
-        }
-        fn roles(&self) -> &'static [Role] {
-            const ROLES: &[Role] = &[
-                Role::one("questions"),
-                Role::optional("corpus"),
-                Role::list("qrels"),
-            ];
-            ROLES
-        }
-        fn read(&self, _: &Files) -> Result<RawDataset> {
-            Ok(RawDataset::default())
-        }
-    }
+    const TEST: Format = Format {
+        name: "test",
+        roles: &[
+            Role::one("questions"),
+            Role::optional("corpus"),
+            Role::list("qrels"),
+        ],
+        read: |_| Ok(RawDataset::default()),
+    };
 
     fn check(given: &[(&str, usize)]) -> Result<(), String> {
-        check_roles(&Test, given.iter().copied()).map_err(|e| e.to_string())
+        check_roles(&TEST, given.iter().copied()).map_err(|e| e.to_string())
     }
 
     #[test]
@@ -254,7 +246,7 @@ mod tests {
                 .collect::<BTreeMap<_, _>>()
         };
         let f = Files::new(
-            &Test,
+            &TEST,
             by_role(&[("questions", &["q.json"]), ("qrels", &["a.tsv", "b.tsv"])]),
         )
         .unwrap();
@@ -264,7 +256,7 @@ mod tests {
             f.list("qrels"),
             [PathBuf::from("a.tsv"), PathBuf::from("b.tsv")]
         );
-        let e = Files::new(&Test, by_role(&[("qrels", &["a.tsv"])])).unwrap_err();
+        let e = Files::new(&TEST, by_role(&[("qrels", &["a.tsv"])])).unwrap_err();
         assert_eq!(e.role, "questions");
     }
 
@@ -272,7 +264,7 @@ mod tests {
     #[should_panic(expected = "declares no role `corpus_file`")]
     fn asking_for_an_undeclared_role_is_a_bug() {
         let f = Files::new(
-            &Test,
+            &TEST,
             [
                 ("questions".to_string(), vec![PathBuf::from("q")]),
                 ("qrels".to_string(), vec![PathBuf::from("r")]),

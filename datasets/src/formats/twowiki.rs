@@ -38,25 +38,16 @@ use std::path::Path;
 
 use super::common::{read_records, CorpusBuilder, Ctx, Val};
 use super::hotpot_style::{self, titled_passage, Layout};
-use super::{Files, Format, Role};
+use super::{Format, Role};
 use crate::error::Result;
 use crate::model::{Question, RawDataset};
 
 /// `format: twowiki`: `questions`, optional `corpus` (a list of `{title, text}`).
-pub struct TwoWiki;
-
-impl Format for TwoWiki {
-    fn name(&self) -> &'static str {
-        "twowiki"
-    }
-    fn roles(&self) -> &'static [Role] {
-        const ROLES: &[Role] = &[Role::one("questions"), Role::optional("corpus")];
-        ROLES
-    }
-    fn read(&self, files: &Files) -> Result<RawDataset> {
-        read(files.one("questions"), files.optional("corpus"))
-    }
-}
+pub const FORMAT: Format = Format {
+    name: "twowiki",
+    roles: &[Role::one("questions"), Role::optional("corpus")],
+    read: |files| read(files.one("questions"), files.optional("corpus")),
+};
 
 /// Read 2WikiMultihopQA v1.1: `questions` (JSON list or JSONL), with a `corpus` file (list of
 /// `{title, text}`) when given, else with the corpus made of the questions' contexts.

@@ -7,59 +7,41 @@ use super::{Build, LegKind};
 use crate::leg::{Leg, LegError};
 use crate::params::{Check, Checked, Params};
 use crate::rescue::{GraphRescue, RescueConfig};
-use crate::select::packed::PackedLeg;
-use crate::select::PackerConfig;
-use crate::tokens::TokenCounterSpec;
+use crate::select::packed::Packing;
+use crate::{flat_params, leaf_params};
 
-/// `graph_rescue_packed`'s parameters.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// `rescue`: the graph rescue whose union is packed (nested).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-pub struct GraphRescuePacked {
-    /// Default token budget.
-    pub budget: u64,
-    /// Packer settings.
-    pub packer: PackerConfig,
+pub struct RescueRanking {
     /// The graph rescue it packs.
     pub rescue: RescueConfig,
-    /// Token counter.
-    pub token_counter: TokenCounterSpec,
 }
 
-impl Default for GraphRescuePacked {
-    fn default() -> Self {
-        GraphRescuePacked {
-            budget: 10_000,
-            packer: PackerConfig::default(),
-            rescue: RescueConfig::default(),
-            token_counter: TokenCounterSpec::default(),
-        }
-    }
-}
-
-impl Checked for GraphRescuePacked {
+impl Checked for RescueRanking {
     fn check(&self, c: &Check<'_>) -> Result<(), LegError> {
-        c.at_least("budget", self.budget as usize, 1)?;
-        self.token_counter.check(c)?;
-        self.packer.validate(c.0)?;
         self.rescue.check(c)
     }
 }
 
-crate::leaf_params!(GraphRescuePacked);
+leaf_params!(RescueRanking);
+
+flat_params! {
+    /// `graph_rescue_packed`'s parameters.
+    pub struct GraphRescuePacked {
+        /// Budget, packer settings, token counter.
+        pub packing: Packing,
+        /// What it packs.
+        pub rescue: RescueRanking,
+    }
+}
 
 impl LegKind for GraphRescuePacked {
     const NAME: &'static str = "graph_rescue_packed";
     const ABOUT: &'static str = "the knapsack packer over graph_rescue's union";
 
     fn build(&self, b: &Build<'_>) -> Result<Box<dyn Leg>, LegError> {
-        let ranking = Box::new(GraphRescue::new(b.export, self.rescue.clone())?);
-        Ok(Box::new(PackedLeg::new(
-            b.leg,
-            b.export,
-            ranking,
-            self.packer,
-            self.budget,
-            &self.token_counter,
-        )?))
+        let ranking = Box::new(GraphRescue::new(b.export, self.rescue.rescue.clone())?);
+        self.packing.leg(b.leg, b.export, ranking)
     }
 }

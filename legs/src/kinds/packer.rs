@@ -7,59 +7,41 @@ use super::{Build, LegKind};
 use crate::lanes::fused::TraversalFusion;
 use crate::leg::{Leg, LegError};
 use crate::params::{Check, Checked, Params};
-use crate::select::packed::PackedLeg;
-use crate::select::PackerConfig;
-use crate::tokens::TokenCounterSpec;
+use crate::select::packed::Packing;
+use crate::{flat_params, leaf_params};
 
-/// `packer`'s parameters.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// `ranking`: the fused ranking the packer packs (the `kg` kind's parameters, nested).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-pub struct Packer {
-    /// Default token budget.
-    pub budget: u64,
-    /// Packer settings.
-    pub packer: PackerConfig,
-    /// The fused ranking it packs (the `kg` kind's parameters).
+pub struct FusedRanking {
+    /// The fused ranking.
     pub ranking: TraversalFusion,
-    /// Token counter.
-    pub token_counter: TokenCounterSpec,
 }
 
-impl Default for Packer {
-    fn default() -> Self {
-        Packer {
-            budget: 10_000,
-            packer: PackerConfig::default(),
-            ranking: TraversalFusion::default(),
-            token_counter: TokenCounterSpec::default(),
-        }
-    }
-}
-
-impl Checked for Packer {
+impl Checked for FusedRanking {
     fn check(&self, c: &Check<'_>) -> Result<(), LegError> {
-        c.at_least("budget", self.budget as usize, 1)?;
-        self.token_counter.check(c)?;
-        self.packer.validate(c.0)?;
         self.ranking.check(c)
     }
 }
 
-crate::leaf_params!(Packer);
+leaf_params!(FusedRanking);
+
+flat_params! {
+    /// `packer`'s parameters.
+    pub struct Packer {
+        /// Budget, packer settings, token counter.
+        pub packing: Packing,
+        /// What it packs.
+        pub ranking: FusedRanking,
+    }
+}
 
 impl LegKind for Packer {
     const NAME: &'static str = "packer";
     const ABOUT: &'static str = "the knapsack packer over the graph-fused (kg) ranking";
 
     fn build(&self, b: &Build<'_>) -> Result<Box<dyn Leg>, LegError> {
-        let ranking = Box::new(self.ranking.ranking(b.export)?);
-        Ok(Box::new(PackedLeg::new(
-            b.leg,
-            b.export,
-            ranking,
-            self.packer,
-            self.budget,
-            &self.token_counter,
-        )?))
+        let ranking = Box::new(self.ranking.ranking.ranking(b.export)?);
+        self.packing.leg(b.leg, b.export, ranking)
     }
 }

@@ -11,9 +11,64 @@ use std::sync::Arc;
 
 use hopbench_datasets::export::Export;
 
+use serde::{Deserialize, Serialize};
+
 use super::{ChunkTerms, CoeCandidate, CoeConfig, CoeSelector, PackItem, Packer, PackerConfig};
 use crate::leg::{Leg, LegError, QueryInput, Ranker, Retrieval, Selection};
+use crate::params::{Check, Checked};
 use crate::tokens::TokenCounterSpec;
+
+/// The packing kinds' selector parameters: the default budget (the seed's SELECT_BUDGET,
+/// 10,000 tokens), the packer's settings and the token counter.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Packing {
+    /// Default token budget.
+    pub budget: u64,
+    /// Packer settings.
+    pub packer: PackerConfig,
+    /// Token counter.
+    pub token_counter: TokenCounterSpec,
+}
+
+impl Default for Packing {
+    fn default() -> Self {
+        Packing {
+            budget: 10_000,
+            packer: PackerConfig::default(),
+            token_counter: TokenCounterSpec::default(),
+        }
+    }
+}
+
+impl Checked for Packing {
+    fn check(&self, c: &Check<'_>) -> Result<(), LegError> {
+        c.at_least("budget", self.budget as usize, 1)?;
+        self.token_counter.check(c)?;
+        self.packer.validate(c.0)
+    }
+}
+
+crate::leaf_params!(Packing);
+
+impl Packing {
+    /// The packer over `ranking`, as leg `name`.
+    pub fn leg(
+        &self,
+        name: &str,
+        export: &Arc<Export>,
+        ranking: Box<dyn Ranker>,
+    ) -> Result<Box<dyn Leg>, LegError> {
+        Ok(Box::new(PackedLeg::new(
+            name,
+            export,
+            ranking,
+            self.packer,
+            self.budget,
+            &self.token_counter,
+        )?))
+    }
+}
 
 /// Per-chunk costs and features, computed once per leg.
 struct Costs {
