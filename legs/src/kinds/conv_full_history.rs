@@ -1,13 +1,11 @@
 //! `conv_full_history`: the hybrid on every turn of the conversation concatenated into one
 //! query (newest first by default, so the embedder's token window keeps the question).
 
-use hopbench_datasets::export::Export;
 use serde::{Deserialize, Serialize};
 
-use super::{Build, LegKind};
-use crate::conversation::session::{texts_to_embed, ConvLeg, ConvMode, HistoryOrder};
+use crate::conversation::session::{ConvMode, HistoryOrder};
 use crate::first_stage::FirstStage;
-use crate::leg::{Leg, LegError};
+use crate::leg::LegError;
 use crate::params::{Check, Checked};
 use crate::{flat_params, leaf_params};
 
@@ -43,19 +41,4 @@ impl ConvFullHistory {
     }
 }
 
-impl LegKind for ConvFullHistory {
-    const NAME: &'static str = "conv_full_history";
-    const ABOUT: &'static str = "conversations: the hybrid on every turn concatenated";
-
-    fn build(&self, b: &Build<'_>) -> Result<Box<dyn Leg>, LegError> {
-        ConvLeg::leg(b.export, self.mode(), &self.first, b.vectors.clone())
-    }
-
-    fn texts_to_embed(&self, export: &Export) -> Vec<String> {
-        texts_to_embed(export, &self.mode())
-    }
-
-    fn reads_conversation(&self) -> bool {
-        true
-    }
-}
+super::conversation_kind!(ConvFullHistory, "conv_full_history", "conversations: the hybrid on every turn concatenated");

@@ -1,11 +1,9 @@
 //! `conv_last_turn`: the hybrid on the current user turn alone (identical to `bm25` on that
 //! text); `missing-inputs` on datasets without conversations.
 
-use super::{Build, LegKind};
-use crate::conversation::session::{ConvLeg, ConvMode};
+use crate::conversation::session::ConvMode;
 use crate::first_stage::FirstStage;
 use crate::flat_params;
-use crate::leg::{Leg, LegError};
 
 flat_params! {
     /// `conv_last_turn`'s parameters.
@@ -15,15 +13,10 @@ flat_params! {
     }
 }
 
-impl LegKind for ConvLastTurn {
-    const NAME: &'static str = "conv_last_turn";
-    const ABOUT: &'static str = "conversations: the hybrid on the current user turn alone";
-
-    fn build(&self, b: &Build<'_>) -> Result<Box<dyn Leg>, LegError> {
-        ConvLeg::leg(b.export, ConvMode::LastTurn, &self.first, b.vectors.clone())
-    }
-
-    fn reads_conversation(&self) -> bool {
-        true
+impl ConvLastTurn {
+    fn mode(&self) -> ConvMode {
+        ConvMode::LastTurn
     }
 }
+
+super::conversation_kind!(ConvLastTurn, "conv_last_turn", "conversations: the hybrid on the current user turn alone");

@@ -149,6 +149,38 @@ fn keys_of<K: LegKind>() -> Vec<&'static str> {
     out
 }
 
+/// The `LegKind` impl of a conversation kind: a session over its `first` stage in the mode its
+/// `mode()` gives, embedding the texts that mode looks up.
+macro_rules! conversation_kind {
+    ($ty:ty, $name:literal, $about:literal) => {
+        impl $crate::kinds::LegKind for $ty {
+            const NAME: &'static str = $name;
+            const ABOUT: &'static str = $about;
+
+            fn build(
+                &self,
+                b: &$crate::kinds::Build<'_>,
+            ) -> Result<Box<dyn $crate::leg::Leg>, $crate::leg::LegError> {
+                $crate::conversation::session::ConvLeg::leg(
+                    b.export,
+                    self.mode(),
+                    &self.first,
+                    b.vectors.clone(),
+                )
+            }
+
+            fn texts_to_embed(&self, export: &hopbench_datasets::export::Export) -> Vec<String> {
+                $crate::conversation::session::texts_to_embed(export, &self.mode())
+            }
+
+            fn reads_conversation(&self) -> bool {
+                true
+            }
+        }
+    };
+}
+pub(crate) use conversation_kind;
+
 macro_rules! kinds {
     ($($module:ident :: $ty:ident),* $(,)?) => {
         $(pub mod $module;)*

@@ -1,14 +1,12 @@
 //! `multi_horizon`: SPEC-028's assembler over the hybrid: references resolved into the query,
 //! the intent classified, tiers blended per intent (see [`crate::conversation::session`]).
 
-use hopbench_datasets::export::Export;
 use serde::{Deserialize, Serialize};
 
-use super::{Build, LegKind};
-use crate::conversation::session::{texts_to_embed, ConvLeg, ConvMode, Delivered};
+use crate::conversation::session::{ConvMode, Delivered};
 use crate::conversation::ConversationConfig;
 use crate::first_stage::FirstStage;
-use crate::leg::{Leg, LegError};
+use crate::leg::LegError;
 use crate::params::{Check, Checked};
 use crate::{flat_params, leaf_params};
 
@@ -78,19 +76,4 @@ impl MultiHorizon {
     }
 }
 
-impl LegKind for MultiHorizon {
-    const NAME: &'static str = "multi_horizon";
-    const ABOUT: &'static str = "conversations: SPEC-028's assembler (references, intent, tier blend)";
-
-    fn build(&self, b: &Build<'_>) -> Result<Box<dyn Leg>, LegError> {
-        ConvLeg::leg(b.export, self.mode(), &self.first, b.vectors.clone())
-    }
-
-    fn texts_to_embed(&self, export: &Export) -> Vec<String> {
-        texts_to_embed(export, &self.mode())
-    }
-
-    fn reads_conversation(&self) -> bool {
-        true
-    }
-}
+super::conversation_kind!(MultiHorizon, "multi_horizon", "conversations: SPEC-028's assembler (references, intent, tier blend)");
