@@ -245,6 +245,9 @@ fn default_breakdown_labels() -> Vec<String> {
     vec!["multi_turn".into()]
 }
 
+/// The fewest bootstrap resamples or permutations a campaign may ask for.
+pub const MIN_DRAWS: usize = 100;
+
 impl Campaign {
     /// Parses a campaign; `origin` names the file in errors.
     pub fn parse(text: &str, origin: &str) -> Result<Campaign> {
@@ -283,6 +286,28 @@ impl Campaign {
         }
         if self.budgets.is_empty() || self.budgets.contains(&0) {
             bail!("field `budgets`: needs at least one budget, each >= 1");
+        }
+        let bm25 = &self.prepare.bm25;
+        if !(bm25.k1.is_finite() && bm25.k1 > 0.0) {
+            bail!(
+                "field `prepare.bm25.k1`: must be a finite number > 0, got {}",
+                bm25.k1
+            );
+        }
+        if !(bm25.b.is_finite() && (0.0..=1.0).contains(&bm25.b)) {
+            bail!(
+                "field `prepare.bm25.b`: must be a finite number in [0, 1], got {}",
+                bm25.b
+            );
+        }
+        // fewer draws make a CI (or a p-value) that moves with the seed: not a number to report
+        for (key, n) in [
+            ("stats.resamples", self.stats.resamples),
+            ("stats.permutations", self.stats.permutations),
+        ] {
+            if n < MIN_DRAWS {
+                bail!("field `{key}`: must be at least {MIN_DRAWS}, got {n}");
+            }
         }
         for (name, leg) in &self.legs {
             leg.validate(name)
@@ -453,6 +478,62 @@ mod tests {
 
     fn parse_err(text: &str) -> String {
         format!("{:#}", Campaign::parse(text, "c.yaml").unwrap_err())
+    }
+
+    #[test]
+    fn prepare_and_stats_values_are_range_checked_at_load() {
+        let with = |extra: &str| {
+            parse_err(&format!(
+                "{extra}\ndatasets: {{s: {{format: synthetic}}}}\nlegs: {{}}\n"
+            ))
+        };
+        for (extra, key, got) in [
+            (
+                "prepare: {bm25: {k1: -1, b: 0.4}}",
+                "prepare.bm25.k1",
+                "got -1",
+            ),
+            (
+                "prepare: {bm25: {k1: 0, b: 0.4}}",
+                "prepare.bm25.k1",
+                "got 0",
+            ),
+            (
+                "prepare: {bm25: {k1: .nan, b: 0.4}}",
+                "prepare.bm25.k1",
+                "got NaN",
+            ),
+            (
+                "prepare: {bm25: {k1: 0.9, b: 2}}",
+                "prepare.bm25.b",
+                "got 2",
+            ),
+            (
+                "prepare: {bm25: {k1: 0.9, b: .nan}}",
+                "prepare.bm25.b",
+                "got NaN",
+            ),
+            (
+                "stats: {resamples: 0, permutations: 500, seed: 1}",
+                "stats.resamples",
+                "got 0",
+            ),
+            (
+                "stats: {resamples: 200, permutations: 99, seed: 1}",
+                "stats.permutations",
+                "got 99",
+            ),
+        ] {
+            let e = with(extra);
+            assert!(e.starts_with("c.yaml: invalid campaign"), "{e}");
+            assert!(
+                e.contains(&format!("field `{key}`")) && e.contains(got),
+                "{extra}: {e}"
+            );
+        }
+        // the boundaries themselves are allowed
+        let ok = "prepare: {bm25: {k1: 0.1, b: 0}}\nstats: {resamples: 100, permutations: 100, seed: 1}\ndatasets: {s: {format: synthetic}}\nlegs: {}\n";
+        Campaign::parse(ok, "c.yaml").unwrap();
     }
 
     #[test]

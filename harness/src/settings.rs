@@ -106,6 +106,14 @@ impl Settings {
             .data_dir
             .clone()
             .or_else(|| campaign.data_dir.as_ref().map(PathBuf::from));
+        if let Some(dir) = data_dir.as_deref().filter(|d| !d.is_dir()) {
+            // a mistyped path would otherwise run with every real dataset `missing-inputs`
+            anyhow::bail!(
+                "data directory {} (--data-dir, HOPBENCH_DATA or the campaign's `data_dir`) is \
+                 not a directory",
+                dir.display()
+            );
+        }
         campaign.results = path_text(&results);
         campaign.model = path_text(&model);
         campaign.data_dir = data_dir.as_deref().map(path_text);
@@ -243,7 +251,8 @@ mod tests {
     #[test]
     fn printed_settings_parse_back_to_the_same_campaign() {
         let o = Overrides {
-            data_dir: Some("data".into()),
+            // data directories must exist: tests run in the package root, where `src` and `tests` do
+            data_dir: Some("src".into()),
             results: Some("r1".into()),
             run: Some(RunFlags {
                 limit: Some(7),
@@ -257,7 +266,7 @@ mod tests {
         let back = Campaign::parse(&yaml, "printed").unwrap();
         assert_eq!(back, s.campaign, "{yaml}");
         assert_eq!(back.results, "r1");
-        assert_eq!(back.data_dir.as_deref(), Some("data"));
+        assert_eq!(back.data_dir.as_deref(), Some("src"));
         assert_eq!(back.run.limit, Some(7));
         assert_eq!(back.run.curves, Some(false));
         assert_eq!(back.run.legs.as_ref().unwrap().len(), back.legs.len());
@@ -296,7 +305,7 @@ mod tests {
 
     #[test]
     fn flags_override_the_campaign_and_the_campaign_overrides_defaults() {
-        let text = "results: out\nmodel: m\ndata_dir: raw\nrun: {legs: [b], limit: 3, progress: false}\n\
+        let text = "results: out\nmodel: m\ndata_dir: tests\nrun: {legs: [b], limit: 3, progress: false}\n\
                     datasets: {s: {format: synthetic}}\nlegs: {a: {kind: dense}, b: {kind: bm25}}\n";
         let pinned = resolve_text(
             text,
@@ -309,7 +318,7 @@ mod tests {
         assert_eq!(m.legs, vec!["b"]);
         assert_eq!((m.limit, m.progress, m.no_curves), (Some(3), false, false));
         assert_eq!(m.results, PathBuf::from("out"));
-        assert_eq!(m.data.data_dir, Some(PathBuf::from("raw")));
+        assert_eq!(m.data.data_dir, Some(PathBuf::from("tests")));
         assert_eq!(m.data.model_dir, PathBuf::from("m"));
         let flagged = resolve_text(
             text,

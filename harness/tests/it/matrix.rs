@@ -213,3 +213,25 @@ fn unknown_campaign_keys_are_errors_naming_file_and_field() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("bad.yaml") && err.contains("pool_kk"), "{err}");
 }
+
+#[test]
+fn a_data_directory_that_does_not_exist_is_an_error_and_writes_nothing() {
+    let env = Env::new();
+    let out = env.run(&[
+        "run-matrix",
+        "--threads",
+        "1",
+        "--quiet",
+        "--data-dir",
+        "no-such-dir",
+        "--results",
+        "r",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("data directory no-such-dir") && err.contains("not a directory"),
+        "{err}"
+    );
+    assert!(!env.path().join("r").exists(), "nothing written");
+}
