@@ -427,13 +427,7 @@ pub(crate) fn test_data_dir() -> Option<std::path::PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::PathBuf;
-
-    fn write(dir: &tempfile::TempDir, name: &str, text: &str) -> PathBuf {
-        let p = dir.path().join(name);
-        std::fs::write(&p, text).unwrap();
-        p
-    }
+    use crate::formats::testutil::write;
 
     #[test]
     fn records_list_and_jsonl() {

@@ -77,15 +77,10 @@ fn finish(root: &Val<'_>, mut q: Question) -> Result<Question> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::formats::testutil::write;
     use crate::error::Error;
     use serde_json::json;
-    use std::path::PathBuf;
 
-    fn write(dir: &tempfile::TempDir, name: &str, text: &str) -> PathBuf {
-        let p = dir.path().join(name);
-        std::fs::write(&p, text).unwrap();
-        p
-    }
 
     fn q1() -> serde_json::Value {
         json!({

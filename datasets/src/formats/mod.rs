@@ -38,6 +38,8 @@ mod hotpot_style;
 mod pool;
 mod qrels;
 mod roles;
+#[cfg(test)]
+pub(crate) mod testutil;
 
 pub mod dialogues;
 

@@ -164,13 +164,9 @@ pub fn document_of(document_id: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::formats::testutil::write;
     use serde_json::json;
 
-    fn write(dir: &tempfile::TempDir, name: &str, text: &str) -> PathBuf {
-        let p = dir.path().join(name);
-        std::fs::write(&p, text).unwrap();
-        p
-    }
 
     fn turn(speaker: &str, text: &str) -> serde_json::Value {
         json!({"speaker": speaker, "text": text, "metadata": {"author_type": "human"}})

@@ -252,14 +252,9 @@ fn parse_question(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::formats::testutil::write;
     use serde_json::json;
-    use std::path::PathBuf;
 
-    fn write(dir: &tempfile::TempDir, name: &str, text: &str) -> PathBuf {
-        let p = dir.path().join(name);
-        std::fs::write(&p, text).unwrap();
-        p
-    }
 
     fn para(idx: usize, title: &str, text: &str, sup: bool) -> serde_json::Value {
         json!({"idx": idx, "title": title, "paragraph_text": text, "is_supporting": sup})

@@ -164,13 +164,7 @@ impl<'a> Judgements<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::PathBuf;
-
-    fn write(dir: &tempfile::TempDir, name: &str, text: &str) -> PathBuf {
-        let p = dir.path().join(name);
-        std::fs::write(&p, text).unwrap();
-        p
-    }
+    use crate::formats::testutil::write;
 
     #[test]
     fn qrels_parse() {

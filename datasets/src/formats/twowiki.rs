@@ -159,15 +159,10 @@ fn chain(evidences: &Val<'_>, gold: &[String]) -> Result<(Option<Vec<Vec<String>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::formats::testutil::write;
     use crate::error::Error;
     use serde_json::json;
-    use std::path::PathBuf;
 
-    fn write(dir: &tempfile::TempDir, name: &str, text: &str) -> PathBuf {
-        let p = dir.path().join(name);
-        std::fs::write(&p, text).unwrap();
-        p
-    }
 
     fn compositional() -> serde_json::Value {
         json!({

@@ -58,7 +58,7 @@ impl LegKind for GraphRescueCoe {
 
     fn build(&self, b: &Build<'_>) -> Result<Box<dyn Leg>, LegError> {
         let ranking = Box::new(GraphRescue::new(b.export, self.rescue.clone())?);
-        Ok(Box::new(CoeLeg::new(
+        Ok(Box::new(CoeLeg::coe(
             b.leg,
             b.export,
             ranking,

@@ -59,7 +59,7 @@ impl Packing {
         export: &Arc<Export>,
         ranking: Box<dyn Ranker>,
     ) -> Result<Box<dyn Leg>, LegError> {
-        Ok(Box::new(PackedLeg::new(
+        Ok(Box::new(PackedLeg::packed(
             name,
             export,
             ranking,
@@ -71,10 +71,13 @@ impl Packing {
 }
 
 /// Per-chunk costs and features, computed once per leg.
-struct Costs {
-    tokens: Vec<u32>,
-    centrality: Vec<f32>,
-    terms: ChunkTerms,
+pub struct Costs {
+    /// Tokens of each chunk, by the leg's token counter.
+    pub tokens: Vec<u32>,
+    /// Each chunk's peak PageRank over the graph's largest (in [0, 1]).
+    pub centrality: Vec<f32>,
+    /// Each chunk's lexical terms (the packer's fallback similarity).
+    pub terms: ChunkTerms,
 }
 
 impl Costs {
@@ -102,29 +105,40 @@ impl Costs {
     }
 }
 
-/// A packing leg over any ranking.
-pub struct PackedLeg {
+/// A token-budgeted selector over a ranking's candidates, given the leg's per-chunk costs.
+pub trait BudgetSelector: Send + Sync {
+    /// The context for one retrieval under `budget` tokens.
+    fn choose(
+        &self,
+        export: &Export,
+        costs: &Costs,
+        r: &Retrieval,
+        budget: u64,
+    ) -> Result<Selection, LegError>;
+}
+
+/// A selecting leg: a ranking (the `retrieve` half) and a budgeted selector (the `select`
+/// half), with the per-chunk costs the selector reads, computed once.
+pub struct SelectingLeg<S> {
     export: Arc<Export>,
     ranking: Box<dyn Ranker>,
-    packer: Packer,
+    selector: S,
     budget: u64,
     costs: Costs,
 }
 
-impl PackedLeg {
-    /// The packer (settings `packer`, default budget `budget`, costs by `counter`) over
-    /// `ranking`; `name` is the leg's campaign name, for errors.
+impl<S: BudgetSelector> SelectingLeg<S> {
+    /// `selector` over `ranking` with default budget `budget`, costs counted by `counter`.
     pub fn new(
-        name: &str,
         export: &Arc<Export>,
         ranking: Box<dyn Ranker>,
-        packer: PackerConfig,
+        selector: S,
         budget: u64,
         counter: &TokenCounterSpec,
     ) -> Result<Self, LegError> {
-        Ok(PackedLeg {
+        Ok(SelectingLeg {
             ranking,
-            packer: Packer::new(name, packer)?,
+            selector,
             budget,
             costs: Costs::new(export, counter)?,
             export: export.clone(),
@@ -132,7 +146,7 @@ impl PackedLeg {
     }
 }
 
-impl Leg for PackedLeg {
+impl<S: BudgetSelector> Leg for SelectingLeg<S> {
     fn export(&self) -> &Export {
         &self.export
     }
@@ -147,24 +161,8 @@ impl Leg for PackedLeg {
         r: &Retrieval,
         budget: Option<u64>,
     ) -> Result<Selection, LegError> {
-        let kg = &self.export.kg;
-        let items: Vec<PackItem<'_>> = r
-            .ranked
-            .iter()
-            .map(|c| PackItem {
-                chunk: c.chunk,
-                score: c.score,
-                tokens: self.costs.tokens[c.chunk as usize],
-                centrality: self.costs.centrality[c.chunk as usize],
-                cluster: kg.chunk_community(c.chunk),
-                text: "",
-                terms: Some(self.costs.terms.terms(c.chunk)),
-            })
-            .collect();
-        Ok(self
-            .packer
-            .select(&items, budget.unwrap_or(self.budget), None)
-            .into_selection())
+        self.selector
+            .choose(&self.export, &self.costs, r, budget.unwrap_or(self.budget))
     }
 
     fn default_budget(&self) -> Option<u64> {
@@ -172,18 +170,62 @@ impl Leg for PackedLeg {
     }
 }
 
-/// Chain-of-evidence over a ranking that reports hyperedges and seeds (graph rescue's union).
-pub struct CoeLeg {
-    export: Arc<Export>,
-    ranking: Box<dyn Ranker>,
-    coe: CoeSelector,
-    budget: u64,
-    costs: Costs,
+/// The knapsack packer over any ranking.
+pub type PackedLeg = SelectingLeg<Packer>;
+
+impl PackedLeg {
+    /// The packer (settings `packer`, default budget `budget`, costs by `counter`) over
+    /// `ranking`; `name` is the leg's campaign name, for errors.
+    pub fn packed(
+        name: &str,
+        export: &Arc<Export>,
+        ranking: Box<dyn Ranker>,
+        packer: PackerConfig,
+        budget: u64,
+        counter: &TokenCounterSpec,
+    ) -> Result<Self, LegError> {
+        SelectingLeg::new(export, ranking, Packer::new(name, packer)?, budget, counter)
+    }
 }
+
+impl BudgetSelector for Packer {
+    fn choose(
+        &self,
+        export: &Export,
+        costs: &Costs,
+        r: &Retrieval,
+        budget: u64,
+    ) -> Result<Selection, LegError> {
+        let kg = &export.kg;
+        let items: Vec<PackItem<'_>> = r
+            .ranked
+            .iter()
+            .map(|c| PackItem {
+                chunk: c.chunk,
+                score: c.score,
+                tokens: costs.tokens[c.chunk as usize],
+                centrality: costs.centrality[c.chunk as usize],
+                cluster: kg.chunk_community(c.chunk),
+                text: "",
+                terms: Some(costs.terms.terms(c.chunk)),
+            })
+            .collect();
+        Ok(self.select(&items, budget, None).into_selection())
+    }
+}
+
+/// Chain-of-evidence as a budgeted selector; `leg` names the campaign leg in errors.
+pub struct Coe {
+    selector: CoeSelector,
+    leg: String,
+}
+
+/// Chain-of-evidence over a ranking that reports hyperedges and seeds (graph rescue's union).
+pub type CoeLeg = SelectingLeg<Coe>;
 
 impl CoeLeg {
     /// Builds the leg; an error when the ranking has no hypergraph lane (`has_hypergraph_lane`).
-    pub fn new(
+    pub fn coe(
         name: &str,
         export: &Arc<Export>,
         ranking: Box<dyn Ranker>,
@@ -192,30 +234,21 @@ impl CoeLeg {
         budget: u64,
         counter: &TokenCounterSpec,
     ) -> Result<Self, LegError> {
-        Ok(CoeLeg {
-            ranking,
-            coe: CoeSelector::new(name, coe, has_hypergraph_lane)?,
-            budget,
-            costs: Costs::new(export, counter)?,
-            export: export.clone(),
-        })
+        let selector = Coe {
+            selector: CoeSelector::new(name, coe, has_hypergraph_lane)?,
+            leg: name.to_string(),
+        };
+        SelectingLeg::new(export, ranking, selector, budget, counter)
     }
 }
 
-impl Leg for CoeLeg {
-    fn export(&self) -> &Export {
-        &self.export
-    }
-
-    fn retrieve(&self, q: &QueryInput<'_>) -> Retrieval {
-        self.ranking.retrieve(q)
-    }
-
-    fn select(
+impl BudgetSelector for Coe {
+    fn choose(
         &self,
-        _q: &QueryInput<'_>,
+        export: &Export,
+        costs: &Costs,
         r: &Retrieval,
-        budget: Option<u64>,
+        budget: u64,
     ) -> Result<Selection, LegError> {
         let pool: Vec<CoeCandidate> = r
             .ranked
@@ -223,28 +256,18 @@ impl Leg for CoeLeg {
             .map(|c| CoeCandidate {
                 chunk: c.chunk,
                 rescued: c.rescued,
-                tokens: self.costs.tokens[c.chunk as usize],
+                tokens: costs.tokens[c.chunk as usize],
             })
             .collect();
         let sel = self
-            .coe
-            .select(
-                &pool,
-                r.hyperedges.as_deref(),
-                &self.export.kg,
-                &r.seeds,
-                budget.unwrap_or(self.budget),
-            )
+            .selector
+            .select(&pool, r.hyperedges.as_deref(), &export.kg, &r.seeds, budget)
             .map_err(|e| LegError::Config {
-                leg: "graph_rescue_coe".into(),
+                leg: self.leg.clone(),
                 field: "selector".into(),
                 message: e.to_string(),
             })?;
         Ok(sel.into_selection())
-    }
-
-    fn default_budget(&self) -> Option<u64> {
-        Some(self.budget)
     }
 }
 
@@ -339,7 +362,7 @@ mod tests {
     fn coe_without_a_hypergraph_lane_is_an_error_at_construction_and_at_select() {
         let e = synthetic();
         let rescue = crate::rescue::GraphRescue::new(&e, Default::default()).unwrap();
-        let without_lane = CoeLeg::new(
+        let without_lane = CoeLeg::coe(
             "coe",
             &e,
             Box::new(rescue),
