@@ -366,6 +366,10 @@ impl Campaign {
             if d.synthetic.is_some() && d.format != DatasetFormat::Synthetic {
                 bail!("datasets.{name}: field `synthetic`: only for format synthetic");
             }
+            if let Some(cfg) = &d.synthetic {
+                cfg.validate()
+                    .map_err(|e| anyhow::anyhow!("datasets.{name}: field `synthetic`: {e}"))?;
+            }
             if !d.pool.is_empty() && d.format != DatasetFormat::Pool {
                 bail!("datasets.{name}: field `pool`: only for format pool");
             }
@@ -478,6 +482,33 @@ mod tests {
 
     fn parse_err(text: &str) -> String {
         format!("{:#}", Campaign::parse(text, "c.yaml").unwrap_err())
+    }
+
+    #[test]
+    fn synthetic_values_are_range_checked_at_load_never_a_panic() {
+        for (cfg, says) in [
+            ("entities: 3", "entities = 3 is below the minimum"),
+            ("questions: 0", "questions = 0 must be in"),
+            ("hop_mix: [0, 0, 0]", "hop_mix must have a non-zero weight"),
+            (
+                "confusable_percent: 200",
+                "confusable_percent = 200 must be at most 90",
+            ),
+            ("entities: 18446744073709551615", "passages exceeds"),
+            ("questions: 18446744073709551615", "must be in 1..="),
+            (
+                "distractors_per_entity: 18446744073709551615",
+                "passages exceeds",
+            ),
+        ] {
+            let e = parse_err(&format!(
+                "datasets: {{s: {{format: synthetic, synthetic: {{{cfg}}}}}}}\nlegs: {{}}\n"
+            ));
+            assert!(
+                e.contains("datasets.s: field `synthetic`") && e.contains(says),
+                "{cfg}: {e}"
+            );
+        }
     }
 
     #[test]

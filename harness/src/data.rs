@@ -123,7 +123,8 @@ fn read_raw(
 ) -> Result<RawDataset> {
     let mut raw = match spec.format {
         DatasetFormat::Synthetic => {
-            synthetic::generate(&spec.synthetic.clone().unwrap_or_default())
+            synthetic::try_generate(&spec.synthetic.clone().unwrap_or_default())
+                .with_context(|| format!("datasets.{name}: field `synthetic`"))?
         }
         DatasetFormat::Raw(format) => {
             // the campaign checked the roles when it loaded; this only makes the typed `Files`
