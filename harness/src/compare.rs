@@ -27,7 +27,7 @@ use crate::campaign::StatsConfig;
 use crate::evaluate::metric_names;
 use crate::report::collect_summaries;
 use crate::stats;
-use crate::summary::{read_records, CellPaths, CellSummary, Status};
+use crate::summary::{read_records, verify_cell, CellPaths, CellSummary, Status};
 
 /// A cell's verdict.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -228,6 +228,13 @@ fn compare_cell(
         return Ok(out);
     }
     let names = metric_names(&x.inputs.recall_k);
+    for (side, dir, cell) in [("A", ra, x), ("B", rb, y)] {
+        let paths = CellPaths::new(dir, &cell.dataset, &cell.leg);
+        if let Err(why) = verify_cell(cell, &paths, &names) {
+            out.reason = Some(format!("{side}'s cell is not trusted: {why}"));
+            return Ok(out);
+        }
+    }
     let pa = CellPaths::new(ra, &x.dataset, &x.leg).records;
     let pb = CellPaths::new(rb, &y.dataset, &y.leg).records;
     let records = match (read_records(&pa, &names), read_records(&pb, &names)) {
@@ -347,6 +354,10 @@ pub fn compare_legs_by(
         anyhow::bail!("{dataset}: {a} and {b} are not comparable: {reason}");
     }
     let names = metric_names(&x.inputs.recall_k);
+    for (leg, cell) in [(a, &x), (b, &y)] {
+        verify_cell(cell, &paths(leg), &names)
+            .map_err(|why| anyhow::anyhow!("{dataset} x {leg}: cell not trusted: {why}"))?;
+    }
     let (ids_a, va) = read_records(&paths(a).records, &names)?;
     let (ids_b, vb) = read_records(&paths(b).records, &names)?;
     if ids_a != ids_b {

@@ -156,11 +156,15 @@ fn run_cell(
 
     if !s.force {
         if let Ok(prev) = summary::read_summary(&paths.summary) {
-            if prev.key == key
-                && (prev.status != Status::Ok || paths.records.exists())
-                && prev.status != Status::Error
-            {
-                return Ok(((prev, CellOutcome::Cached), None));
+            if prev.key == key && prev.status != Status::Error {
+                let names = evaluate::metric_names(&campaign.recall_k);
+                match summary::verify_cell(&prev, &paths, &names) {
+                    Ok(()) => return Ok(((prev, CellOutcome::Cached), None)),
+                    Err(why) => eprintln!(
+                        "warning: {dataset} x {leg_name}: cached cell not trusted ({why}); \
+                         recomputing"
+                    ),
+                }
             }
         }
     }
@@ -256,8 +260,10 @@ fn run_cell(
             select: lat(&|r| r.select_ms),
             total: lat(&|r| r.retrieve_ms + r.select_ms),
         },
+        files: None,
     };
-    let cell = CellSummary::from_results(dataset, leg_name, key, inputs, &names, &results, timing);
+    let mut cell =
+        CellSummary::from_results(dataset, leg_name, key, inputs, &names, &results, timing);
     let ids: Vec<String> = results.iter().map(|r| r.id.clone()).collect();
     let ranked: Vec<Vec<u32>> = results.iter().map(|r| r.ranked.clone()).collect();
     trec::write(
@@ -265,6 +271,9 @@ fn run_cell(
         &trec::run_text(&export, &ids, &ranked, &format!("hopbench-{leg_name}")),
     )?;
     summary::write_records(&paths.records, &names, &campaign.breakdown_labels, &results)?;
+    if let Some(t) = cell.timing.as_mut() {
+        t.files = Some(summary::FileHashes::of(&paths)?);
+    }
     // the summary goes last: a summary on disk means its records and run file are complete
     summary::write_summary(&paths.summary, &cell)?;
     Ok(((cell, CellOutcome::Computed), Some(leg)))

@@ -108,6 +108,93 @@ pub struct Timing {
     pub wall_ms: f64,
     /// Per-query latency (ms).
     pub latency_ms: Latency,
+    /// blake3 of the files written with this summary. They live here because the records carry
+    /// per-query latencies, so their bytes differ between two runs of the same key.
+    #[serde(default)]
+    pub files: Option<FileHashes>,
+}
+
+/// blake3 (hex) of a cell's per-query records and TREC run file, as written.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileHashes {
+    /// `<leg>.queries.parquet`.
+    pub records: String,
+    /// `<leg>.trec`.
+    pub run: String,
+}
+
+impl FileHashes {
+    /// The hashes of the files at `paths` (an unreadable file is an error naming it).
+    pub fn of(paths: &CellPaths) -> Result<FileHashes> {
+        let hash = |p: &Path| -> Result<String> {
+            let bytes =
+                std::fs::read(p).with_context(|| format!("{}: cannot read", p.display()))?;
+            Ok(blake3::hash(&bytes).to_hex().to_string())
+        };
+        Ok(FileHashes {
+            records: hash(&paths.records)?,
+            run: hash(&paths.run)?,
+        })
+    }
+}
+
+/// Why an `ok` cell on disk cannot be trusted (`Ok` when it can): its records or run file are
+/// missing or are not the files written with it, or its means are not the means of its records.
+/// A cell without numbers has nothing to verify. Every reader of cells (the cache, `compare`,
+/// `compare-legs`) calls this before using one.
+pub fn verify_cell(cell: &CellSummary, paths: &CellPaths, names: &[String]) -> Result<(), String> {
+    if cell.status != Status::Ok {
+        return Ok(());
+    }
+    let recorded = cell
+        .timing
+        .as_ref()
+        .and_then(|t| t.files.as_ref())
+        .ok_or_else(|| format!("{}: records no file hashes", paths.summary.display()))?;
+    let found = FileHashes::of(paths).map_err(|e| format!("{e:#}"))?;
+    if found.records != recorded.records {
+        return Err(format!(
+            "{}: not the records written with its summary (blake3 differs)",
+            paths.records.display()
+        ));
+    }
+    if found.run != recorded.run {
+        return Err(format!(
+            "{}: not the run file written with its summary (blake3 differs)",
+            paths.run.display()
+        ));
+    }
+    let (ids, columns) = read_records(&paths.records, names).map_err(|e| format!("{e:#}"))?;
+    if ids.len() != cell.queries {
+        return Err(format!(
+            "{}: {} queries, but {} holds {}",
+            paths.summary.display(),
+            cell.queries,
+            paths.records.display(),
+            ids.len()
+        ));
+    }
+    // serde_json's default float parser may land one ulp off the printed value, so a mean read
+    // back from the summary is compared within a relative 1e-12, far below any real edit
+    let same = |a: Option<f64>, b: Option<f64>| match (a, b) {
+        (Some(a), Some(b)) => (a - b).abs() <= 1e-12 * a.abs().max(1.0),
+        (a, b) => a.is_none() && b.is_none(),
+    };
+    for name in names {
+        let mean = columns
+            .get(name)
+            .map(|v| metrics::mean_opt(v.iter().copied()).mean);
+        let stored = cell.metrics.get(name).copied().flatten();
+        if !mean.is_some_and(|m| same(m, stored)) {
+            return Err(format!(
+                "{}: metrics.{name} is not the mean of {}",
+                paths.summary.display(),
+                paths.records.display()
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Token spend of the selected contexts (heuristic tokens).

@@ -235,3 +235,92 @@ fn a_data_directory_that_does_not_exist_is_an_error_and_writes_nothing() {
     );
     assert!(!env.path().join("r").exists(), "nothing written");
 }
+
+/// A cached cell is served only when its records and run file are the ones written with it and
+/// its means are those of its records; anything else is a warning naming the file and a
+/// recompute to the same numbers.
+#[test]
+fn a_tampered_or_damaged_cached_cell_is_recomputed_not_served() {
+    let env = Env::new();
+    let run = [
+        "run-matrix",
+        "--threads",
+        "1",
+        "--quiet",
+        "--no-curves",
+        "--datasets",
+        "synthetic",
+        "--legs",
+        "bm25",
+        "--results",
+        "r",
+    ];
+    env.ok(&run);
+    let original = deterministic(env.summary("r", "synthetic", "bm25"));
+    let cells = env.results("r").join("cells").join("synthetic");
+    let summary = cells.join("bm25.summary.json");
+    let records = cells.join("bm25.queries.parquet");
+    let trec = env
+        .results("r")
+        .join("runs")
+        .join("synthetic")
+        .join("bm25.trec");
+
+    // an untouched cell is served from the cache
+    assert!(env.ok(&run).contains("1 cached"), "served from cache");
+
+    type Damage<'a> = (&'a str, Box<dyn Fn() + 'a>, &'a str);
+    let damages: [Damage; 4] = [
+        (
+            "edited mean, key kept",
+            Box::new(|| {
+                let mut v: serde_json::Value =
+                    serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap();
+                v["metrics"]["recall@10"] = serde_json::json!(0.999);
+                std::fs::write(&summary, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+            }),
+            "metrics.recall@10 is not the mean of",
+        ),
+        (
+            "truncated records",
+            Box::new(|| {
+                let bytes = std::fs::read(&records).unwrap();
+                std::fs::write(&records, &bytes[..bytes.len() / 2]).unwrap();
+            }),
+            "bm25.queries.parquet: not the records written with its summary",
+        ),
+        (
+            "deleted run file",
+            Box::new(|| std::fs::remove_file(&trec).unwrap()),
+            "bm25.trec: cannot read",
+        ),
+        (
+            "edited run file",
+            Box::new(|| {
+                let text = std::fs::read_to_string(&trec).unwrap();
+                std::fs::write(&trec, text.replacen("Q0", "Q1", 1)).unwrap();
+            }),
+            "bm25.trec: not the run file written with its summary",
+        ),
+    ];
+    for (what, damage, says) in damages {
+        damage();
+        // a reader refuses the cell too, with the reason, instead of comparing damaged numbers
+        let cmp = env.ok(&["compare", "r", "r"]);
+        assert!(
+            cmp.contains("not comparable") && cmp.contains("not trusted") && cmp.contains(says),
+            "{what}: compare: {cmp}"
+        );
+        let out = env.ok(&run);
+        assert!(
+            out.contains("cached cell not trusted") && out.contains(says),
+            "{what}: {out}"
+        );
+        assert!(out.contains("1 computed"), "{what}: recomputed: {out}");
+        assert_eq!(
+            deterministic(env.summary("r", "synthetic", "bm25")),
+            original,
+            "{what}: the same numbers"
+        );
+    }
+}
