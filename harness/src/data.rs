@@ -273,6 +273,9 @@ pub fn open(
             if slot.is_none() {
                 let e = Embedder::load(&s.model_dir)?;
                 let c = EmbeddingCache::open(&s.embeddings, e.model_id(), e.dim())?;
+                if let Some(r) = c.repairs() {
+                    eprintln!("warning: embedding cache {r}");
+                }
                 *slot = Some((e, c));
             }
             let (e, c) = slot.as_mut().expect("loaded above");

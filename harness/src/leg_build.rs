@@ -39,6 +39,9 @@ pub fn build(
 pub fn vectors(export: &Export, texts: &[String], data: &DataSettings) -> Result<TextVectors> {
     let model_id = &export.manifest.model_id;
     let mut cache = EmbeddingCache::open(&data.embeddings, model_id, export.dim)?;
+    if let Some(r) = cache.repairs() {
+        eprintln!("warning: embedding cache {r}");
+    }
     let misses: Vec<&str> = texts
         .iter()
         .map(String::as_str)

@@ -6,16 +6,23 @@
 //!
 //! ```text
 //! magic    8 bytes   b"HOPVECS\0"
-//! version  u32       1
+//! version  u32       2
 //! dim      u32       vector dimension
 //! id_len   u32       length of the model id
 //! id       id_len    the model id, UTF-8 (guards against two ids that sanitise alike)
-//! records  n ×       [32-byte BLAKE3 of the text][dim × f32]
+//! records  n ×       [32-byte BLAKE3 of the text][dim × f32][16-byte check]
 //! ```
 //!
+//! A record's check is the first 16 bytes of BLAKE3 over its text hash and its vector bytes, so
+//! a flipped byte, or a vector that moved to another text's record, fails it. Nothing read back
+//! is trusted unverified: a record that fails its check is dropped (its text is embedded again
+//! when next needed), a partial record at the end (a write cut short) is dropped, and a
+//! version-1 file (no checks) is ignored whole; [`EmbeddingCache::repairs`] says what was
+//! dropped, and the next save rewrites the file without it. A header that does not parse, or
+//! one of another model or dimension, is an error naming the file.
+//!
 //! The file is rewritten whole (temporary file in the same directory, then rename), so a reader
-//! sees the old file or the new one, never half of one. A file that does not parse, or whose
-//! length is not a whole number of records, is an error naming it.
+//! sees the old file or the new one, never half of one.
 
 use std::collections::HashMap;
 use std::io::{BufWriter, Write};
@@ -25,8 +32,18 @@ use super::TextEmbedder;
 use crate::{Error, Result};
 
 const MAGIC: &[u8; 8] = b"HOPVECS\0";
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
 const HASH_LEN: usize = 32;
+const CHECK_LEN: usize = 16;
+
+fn record_check(hash: &[u8; HASH_LEN], vector: &[u8]) -> [u8; CHECK_LEN] {
+    let mut h = blake3::Hasher::new();
+    h.update(hash);
+    h.update(vector);
+    let mut out = [0u8; CHECK_LEN];
+    out.copy_from_slice(&h.finalize().as_bytes()[..CHECK_LEN]);
+    out
+}
 
 /// Vectors of one model, by BLAKE3 of the text; loaded from and saved to one file.
 #[derive(Debug)]
@@ -39,6 +56,9 @@ pub struct EmbeddingCache {
     data: Vec<f32>,
     /// Records `..persisted` are on disk.
     persisted: usize,
+    /// What opening the file dropped (records that failed their check, a partial tail, an old
+    /// format), if anything.
+    repairs: Option<String>,
 }
 
 /// The file name for a model id: characters other than ASCII letters, digits, `.`, `-` and `_`
@@ -79,6 +99,7 @@ impl EmbeddingCache {
             hashes: Vec::new(),
             data: Vec::new(),
             persisted: 0,
+            repairs: None,
         };
         if dim == 0 {
             return Err(Error::Model {
@@ -108,6 +129,13 @@ impl EmbeddingCache {
             ));
         }
         let version = u32_at(8).unwrap_or(0);
+        if version == 1 {
+            self.repairs = Some(format!(
+                "{}: version 1 (records without checks): ignored, its vectors are embedded again",
+                self.path.display()
+            ));
+            return Ok(());
+        }
         if version != VERSION {
             return Err(bad(format!(
                 "version {version}, this build reads version {VERSION}"
@@ -129,19 +157,20 @@ impl EmbeddingCache {
             )));
         }
         let body = &bytes[20 + id_len..];
-        let record = HASH_LEN + 4 * dim;
+        let record = HASH_LEN + 4 * dim + CHECK_LEN;
         let n = body.len() / record;
         let leftover = body.len() - n * record;
-        if leftover != 0 {
-            return Err(bad(format!(
-                "truncated: {n} whole {record}-byte records, then {leftover} stray bytes"
-            )));
-        }
         self.hashes.reserve(n);
         self.data.reserve(n * dim);
+        let mut failed = 0usize;
         for rec in body.chunks_exact(record) {
             let mut h = [0u8; HASH_LEN];
             h.copy_from_slice(&rec[..HASH_LEN]);
+            let vector = &rec[HASH_LEN..HASH_LEN + 4 * dim];
+            if rec[HASH_LEN + 4 * dim..] != record_check(&h, vector) {
+                failed += 1;
+                continue;
+            }
             if self.index.insert(h, self.hashes.len()).is_some() {
                 return Err(bad(format!(
                     "record {} repeats a text hash",
@@ -150,12 +179,31 @@ impl EmbeddingCache {
             }
             self.hashes.push(h);
             self.data.extend(
-                rec[HASH_LEN..]
+                vector
                     .chunks_exact(4)
                     .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
             );
         }
-        self.persisted = n;
+        let mut dropped = Vec::new();
+        if failed > 0 {
+            dropped.push(format!("{failed} of {n} records failed their check"));
+        }
+        if leftover > 0 {
+            dropped.push(format!(
+                "a partial record at the end ({leftover} bytes: truncated)"
+            ));
+        }
+        if dropped.is_empty() {
+            self.persisted = self.hashes.len();
+        } else {
+            self.repairs = Some(format!(
+                "{}: dropped {}; those texts are embedded again",
+                self.path.display(),
+                dropped.join(" and ")
+            ));
+            // the file on disk still holds what was dropped: the next save rewrites it
+            self.persisted = 0;
+        }
         Ok(())
     }
 
@@ -220,11 +268,15 @@ impl EmbeddingCache {
             w.write_all(&(self.dim as u32).to_le_bytes())?;
             w.write_all(&(self.model_id.len() as u32).to_le_bytes())?;
             w.write_all(self.model_id.as_bytes())?;
+            let mut bytes = Vec::with_capacity(4 * self.dim);
             for (i, h) in self.hashes.iter().enumerate() {
-                w.write_all(h)?;
+                bytes.clear();
                 for v in &self.data[i * self.dim..(i + 1) * self.dim] {
-                    w.write_all(&v.to_le_bytes())?;
+                    bytes.extend_from_slice(&v.to_le_bytes());
                 }
+                w.write_all(h)?;
+                w.write_all(&bytes)?;
+                w.write_all(&record_check(h, &bytes))?;
             }
             let file = w.into_inner().map_err(|e| e.into_error())?;
             file.sync_all()?;
@@ -240,6 +292,13 @@ impl EmbeddingCache {
         }
         self.persisted = self.hashes.len();
         Ok(())
+    }
+
+    /// What opening the cache dropped as untrustworthy (records that failed their check, a
+    /// partial tail, a file of the old unchecked format), naming the file; `None` when the file
+    /// verified whole. Callers print it as a warning.
+    pub fn repairs(&self) -> Option<&str> {
+        self.repairs.as_deref()
     }
 
     /// Number of cached vectors.
