@@ -58,6 +58,10 @@ pub struct CommonArgs {
     /// Embedding model directory (default: $HOPBENCH_MODEL_DIR, else the campaign's `model`).
     #[arg(long, env = "HOPBENCH_MODEL_DIR")]
     pub model: Option<PathBuf>,
+    /// Let a dataset's `files` name absolute paths, `..` and links that lead outside the data
+    /// directory (refused by default).
+    #[arg(long)]
+    pub allow_outside_data_dir: bool,
 }
 
 #[derive(Args, Debug)]
@@ -249,6 +253,7 @@ impl CommonArgs {
             results: self.results.clone(),
             data_dir: self.data_dir.clone(),
             model: self.model.clone(),
+            allow_outside_data_dir: self.allow_outside_data_dir,
             run: None,
         }
     }

@@ -52,6 +52,8 @@ pub struct Overrides {
     pub data_dir: Option<PathBuf>,
     /// `--model` / `HOPBENCH_MODEL_DIR`.
     pub model: Option<PathBuf>,
+    /// `--allow-outside-data-dir`.
+    pub allow_outside_data_dir: bool,
     /// `run-matrix`'s flags (`None` for the other commands).
     pub run: Option<RunFlags>,
 }
@@ -113,6 +115,9 @@ impl Settings {
                  not a directory",
                 dir.display()
             );
+        }
+        if !o.allow_outside_data_dir {
+            confine_files(&campaign, data_dir.as_deref())?;
         }
         campaign.results = path_text(&results);
         campaign.model = path_text(&model);
@@ -216,6 +221,39 @@ pub fn default_datasets(arg: &str, campaign: &Campaign, have_data: bool) -> Resu
         return Ok(generated);
     }
     Ok(all)
+}
+
+/// Every dataset's `files` must stay inside the data directory: relative, without `..`, and
+/// (where the file exists) not a link that leads out of it. A campaign is a file people share,
+/// and reading `../../etc/passwd` as a corpus is never what a benchmark means.
+fn confine_files(campaign: &Campaign, data_dir: Option<&Path>) -> Result<()> {
+    use std::path::Component;
+    let root = data_dir.and_then(|d| d.canonicalize().ok());
+    for (name, spec) in &campaign.datasets {
+        for (role, list) in &spec.files {
+            for file in list.paths() {
+                let p = Path::new(file);
+                let escapes = p.is_absolute()
+                    || p.components()
+                        .any(|c| matches!(c, Component::ParentDir | Component::Prefix(_)));
+                let through_link = || match (&root, data_dir) {
+                    (Some(root), Some(dir)) => dir
+                        .join(p)
+                        .canonicalize()
+                        .is_ok_and(|real| !real.starts_with(root)),
+                    _ => false,
+                };
+                if escapes || through_link() {
+                    anyhow::bail!(
+                        "datasets.{name}: files.{role}: `{file}` leads outside the data \
+                         directory (paths are relative to it; --allow-outside-data-dir permits \
+                         this)"
+                    );
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A path as campaign text (campaign paths are strings; a non-UTF-8 path is shown lossily).

@@ -324,3 +324,29 @@ fn a_tampered_or_damaged_cached_cell_is_recomputed_not_served() {
         );
     }
 }
+
+#[test]
+fn dataset_files_are_confined_to_the_data_directory_unless_allowed() {
+    let env = Env::new();
+    let outside = env.path().join("outside.json");
+    std::fs::write(&outside, "[]").unwrap();
+    std::os::unix::fs::symlink(&outside, env.path().join("data").join("link.json")).unwrap();
+    let absolute = outside.display().to_string();
+    for file in ["../outside.json", absolute.as_str(), "link.json"] {
+        let campaign = format!(
+            "model: model\ndatasets:\n  m: {{format: musique, files: {{questions: '{file}'}}}}\nlegs:\n  bm25: {{kind: bm25}}\n"
+        );
+        std::fs::write(env.path().join("c2.yaml"), campaign).unwrap();
+        let args = ["datasets", "--campaign", "c2.yaml", "--data-dir", "data"];
+        let out = env.run(&args);
+        assert_eq!(out.status.code(), Some(2), "{file}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("datasets.m: files.questions")
+                && err.contains("leads outside the data directory"),
+            "{file}: {err}"
+        );
+        let allowed = env.run(&[&args[..], &["--allow-outside-data-dir"]].concat());
+        assert!(allowed.status.success(), "{file}: allowed");
+    }
+}
