@@ -160,6 +160,13 @@ pub fn compare(a: &Path, b: &Path, cfg: &StatsConfig) -> Result<Comparison> {
         .into_iter()
         .map(|c| (key(&c), c))
         .collect();
+    if !ca.keys().any(|k| cb.contains_key(k)) {
+        anyhow::bail!(
+            "{} and {} share no cell (dataset x leg): nothing to compare",
+            a.display(),
+            b.display()
+        );
+    }
     let mut keys: Vec<_> = ca.keys().chain(cb.keys()).cloned().collect();
     keys.sort();
     keys.dedup();

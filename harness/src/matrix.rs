@@ -159,7 +159,14 @@ fn run_cell(
             if prev.key == key && prev.status != Status::Error {
                 let names = evaluate::metric_names(&campaign.recall_k);
                 match summary::verify_cell(&prev, &paths, &names) {
-                    Ok(()) => return Ok(((prev, CellOutcome::Cached), None)),
+                    Ok(()) => {
+                        // a cell without numbers is reported as what it is, not as cached work
+                        let outcome = match prev.status {
+                            Status::MissingInputs => CellOutcome::Missing,
+                            _ => CellOutcome::Cached,
+                        };
+                        return Ok(((prev, outcome), None));
+                    }
                     Err(why) => eprintln!(
                         "warning: {dataset} x {leg_name}: cached cell not trusted ({why}); \
                          recomputing"

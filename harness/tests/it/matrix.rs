@@ -350,3 +350,34 @@ fn dataset_files_are_confined_to_the_data_directory_unless_allowed() {
         assert!(allowed.status.success(), "{file}: allowed");
     }
 }
+
+#[test]
+fn missing_inputs_are_not_counted_as_cached_and_disjoint_runs_do_not_compare() {
+    let env = Env::new();
+    let run = |datasets: &str, results: &str| {
+        env.ok(&[
+            "run-matrix",
+            "--threads",
+            "1",
+            "--quiet",
+            "--no-curves",
+            "--data-dir",
+            "data",
+            "--datasets",
+            datasets,
+            "--legs",
+            "lexical",
+            "--results",
+            results,
+        ])
+    };
+    run("synthetic,absent", "a");
+    let again = run("synthetic,absent", "a");
+    assert!(again.contains("1 cached, 1 missing inputs"), "{again}");
+    run("synthetic", "s");
+    run("absent", "x");
+    let out = env.run(&["compare", "s", "x"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("share no cell"), "{err}");
+}
