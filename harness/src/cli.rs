@@ -62,6 +62,10 @@ pub struct CommonArgs {
     /// directory (refused by default).
     #[arg(long)]
     pub allow_outside_data_dir: bool,
+    /// Fail at once when another hopbench process is writing the results directory (default:
+    /// wait for it).
+    #[arg(long)]
+    pub no_wait: bool,
 }
 
 #[derive(Args, Debug)]

@@ -33,6 +33,7 @@ mod data;
 mod evaluate;
 mod fsx;
 mod leg_build;
+mod lock;
 mod matrix;
 mod metrics;
 mod plot;
@@ -76,6 +77,18 @@ fn run(cli: Cli) -> Result<ExitCode> {
     let settings = Settings::resolve(&cli.command.overrides())?;
     let s = &settings;
     let campaign = &s.campaign;
+    // the commands that write the results directory hold its lock until they return
+    let writer = match &cli.command {
+        Command::RunMatrix(a) if !a.show_settings => Some(&a.common),
+        Command::Prepare(a) => Some(&a.common),
+        Command::Bench(BenchCommand::Latency(a)) => Some(&a.common),
+        Command::Bench(BenchCommand::Assembly(a)) => Some(&a.common),
+        Command::Bench(BenchCommand::Prepare(a)) => Some(&a.common),
+        _ => None,
+    };
+    let _lock = writer
+        .map(|c| lock::ResultsLock::acquire(&s.results, !c.no_wait))
+        .transpose()?;
     match cli.command {
         Command::RunMatrix(a) => {
             if a.show_settings {

@@ -381,3 +381,77 @@ fn missing_inputs_are_not_counted_as_cached_and_disjoint_runs_do_not_compare() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("share no cell"), "{err}");
 }
+
+/// One writer per results directory: two run-matrix processes at once both finish with the
+/// summaries a lone run writes; a writer finding the lock held waits (saying so), or fails at
+/// once with `--no-wait`.
+#[test]
+fn writers_of_one_results_directory_take_turns() {
+    use std::process::{Command, Stdio};
+    let env = Env::new();
+    let args = [
+        "run-matrix",
+        "--threads",
+        "1",
+        "--quiet",
+        "--no-curves",
+        "--datasets",
+        "synthetic",
+        "--legs",
+        "bm25,lexical",
+        "--results",
+    ];
+    let spawn = |results: &str, extra: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_hopbench"))
+            .args(args)
+            .arg(results)
+            .args(extra)
+            .current_dir(env.path())
+            .env_remove("HOPBENCH_DATA")
+            .env_remove("HOPBENCH_MODEL_DIR")
+            .env_remove("RAYON_NUM_THREADS")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn hopbench")
+    };
+    env.ok(&[&args[..], &["alone"]].concat());
+    let (a, b) = (spawn("shared", &[]), spawn("shared", &[]));
+    for child in [a, b] {
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    for leg in ["bm25", "lexical"] {
+        assert_eq!(
+            deterministic(env.summary("shared", "synthetic", leg)),
+            deterministic(env.summary("alone", "synthetic", leg)),
+            "{leg}"
+        );
+    }
+
+    // hold the lock ourselves
+    std::fs::create_dir_all(env.results("held")).unwrap();
+    let lock = std::fs::File::create(env.results("held").join(".lock")).unwrap();
+    lock.lock().unwrap();
+    let out = env.run(&[&args[..], &["held", "--no-wait"]].concat());
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("another hopbench process is writing"), "{err}");
+    let waiting = spawn("held", &[]);
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    assert!(
+        !env.results("held").join("cells").exists(),
+        "nothing written while the lock is held"
+    );
+    lock.unlock().unwrap();
+    let out = waiting.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && err.contains("waiting: another hopbench process"),
+        "{err}"
+    );
+}
