@@ -4,6 +4,10 @@
 //! no stale lock). A second writer waits, saying so, or fails at once with `--no-wait`. Readers
 //! (`compare`, `compare-legs`, `breakdown`, `plot`) take no lock: every file is written to a
 //! temporary name and renamed into place, so a reader sees a whole old file or a whole new one.
+//!
+//! Holding the lock also proves that every temporary file a writer leaves (`.<name>.tmp-<pid>`,
+//! beside its target) belongs to a process that died before its rename: the new writer removes
+//! them, and says so.
 
 use std::fs::{File, OpenOptions, TryLockError};
 use std::path::Path;
@@ -48,6 +52,47 @@ impl ResultsLock {
                 return Err(e).with_context(|| format!("{}: cannot lock", path.display()))
             }
         }
+        sweep_leftovers(results);
         Ok(ResultsLock { _file: file })
+    }
+}
+
+/// The directories only writers write (`plot` writes `plots/` without the lock, so its
+/// temporaries are not swept).
+const WRITER_DIRS: [&str; 5] = ["exports", "embeddings", "cells", "runs", "curves"];
+
+/// Removes the temporary files and directories of dead writers under [`WRITER_DIRS`].
+fn sweep_leftovers(results: &Path) {
+    fn walk(dir: &Path, found: &mut Vec<std::path::PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in entries.flatten() {
+            let path = e.path();
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.starts_with('.') && name.contains(".tmp-") {
+                found.push(path);
+            } else if e.file_type().is_ok_and(|t| t.is_dir()) {
+                walk(&path, found);
+            }
+        }
+    }
+    let mut found = Vec::new();
+    for d in WRITER_DIRS {
+        walk(&results.join(d), &mut found);
+    }
+    for path in found {
+        let removed = if path.is_dir() {
+            std::fs::remove_dir_all(&path)
+        } else {
+            std::fs::remove_file(&path)
+        };
+        match removed {
+            Ok(()) => eprintln!(
+                "removed {}: left by a run that did not finish",
+                path.display()
+            ),
+            Err(e) => eprintln!("warning: {}: cannot remove ({e})", path.display()),
+        }
     }
 }

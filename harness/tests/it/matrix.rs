@@ -455,3 +455,36 @@ fn writers_of_one_results_directory_take_turns() {
         "{err}"
     );
 }
+
+#[test]
+fn a_writer_removes_what_dead_writers_left_and_nothing_else() {
+    let env = Env::new();
+    let r = env.results("r");
+    let stale_dir = r.join("exports").join(".synthetic.tmp-4194303");
+    std::fs::create_dir_all(&stale_dir).unwrap();
+    std::fs::write(stale_dir.join("corpus.parquet"), b"half").unwrap();
+    std::fs::create_dir_all(r.join("cells").join("synthetic")).unwrap();
+    let stale_file = r
+        .join("cells")
+        .join("synthetic")
+        .join(".bm25.summary.tmp-7.json");
+    std::fs::write(&stale_file, b"{").unwrap();
+    let keep = r.join("cells").join("notes.txt");
+    std::fs::write(&keep, b"mine").unwrap();
+    let out = env.ok(&[
+        "run-matrix",
+        "--threads",
+        "1",
+        "--quiet",
+        "--no-curves",
+        "--datasets",
+        "synthetic",
+        "--legs",
+        "bm25",
+        "--results",
+        "r",
+    ]);
+    assert!(!stale_dir.exists() && !stale_file.exists(), "{out}");
+    assert!(out.contains("left by a run that did not finish"), "{out}");
+    assert!(keep.exists(), "other files are kept");
+}
