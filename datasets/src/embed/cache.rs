@@ -21,8 +21,11 @@
 //! dropped, and the next save rewrites the file without it. A header that does not parse, or
 //! one of another model or dimension, is an error naming the file.
 //!
-//! The file is rewritten whole (temporary file in the same directory, then rename), so a reader
-//! sees the old file or the new one, never half of one.
+//! New vectors are appended to a verified file (a reader sees whole records and at most one
+//! partial record at the end, which it drops); a new or repaired file is written whole to a
+//! temporary file and renamed into place. Embedding saves every 256 texts, so a killed run keeps
+//! what it embedded. One process writes a cache at a time: the harness holds the results
+//! directory's lock.
 
 use std::collections::HashMap;
 use std::io::{BufWriter, Write};
@@ -35,6 +38,8 @@ const MAGIC: &[u8; 8] = b"HOPVECS\0";
 const VERSION: u32 = 2;
 const HASH_LEN: usize = 32;
 const CHECK_LEN: usize = 16;
+/// Texts embedded between two saves of the cache.
+const FLUSH_EVERY: usize = 256;
 
 fn record_check(hash: &[u8; HASH_LEN], vector: &[u8]) -> [u8; CHECK_LEN] {
     let mut h = blake3::Hasher::new();
@@ -244,10 +249,24 @@ impl EmbeddingCache {
         Ok(())
     }
 
-    /// Writes the cache if it has vectors not yet on disk: the whole file to a temporary file in
-    /// the same directory, then an atomic rename over the old one.
+    /// Writes the vectors not yet on disk. When the file on disk is whole and verified, they are
+    /// appended (each record checks itself, so a write cut short leaves a partial record that
+    /// the next open drops, never a wrong vector); otherwise the whole file is written to a
+    /// temporary file in the same directory and renamed over the old one.
     pub fn save(&mut self) -> Result<()> {
         if self.persisted == self.hashes.len() && (self.persisted > 0 || self.path.exists()) {
+            return Ok(());
+        }
+        if self.persisted > 0 && self.path.is_file() {
+            let append = || -> std::io::Result<()> {
+                let file = std::fs::OpenOptions::new().append(true).open(&self.path)?;
+                let mut w = BufWriter::with_capacity(1 << 20, file);
+                self.write_records(&mut w, self.persisted)?;
+                let file = w.into_inner().map_err(|e| e.into_error())?;
+                file.sync_all()
+            };
+            append().map_err(|e| Error::io(&self.path, e))?;
+            self.persisted = self.hashes.len();
             return Ok(());
         }
         let dir = self.path.parent().unwrap_or_else(|| Path::new("."));
@@ -268,16 +287,7 @@ impl EmbeddingCache {
             w.write_all(&(self.dim as u32).to_le_bytes())?;
             w.write_all(&(self.model_id.len() as u32).to_le_bytes())?;
             w.write_all(self.model_id.as_bytes())?;
-            let mut bytes = Vec::with_capacity(4 * self.dim);
-            for (i, h) in self.hashes.iter().enumerate() {
-                bytes.clear();
-                for v in &self.data[i * self.dim..(i + 1) * self.dim] {
-                    bytes.extend_from_slice(&v.to_le_bytes());
-                }
-                w.write_all(h)?;
-                w.write_all(&bytes)?;
-                w.write_all(&record_check(h, &bytes))?;
-            }
+            self.write_records(&mut w, 0)?;
             let file = w.into_inner().map_err(|e| e.into_error())?;
             file.sync_all()?;
             Ok(())
@@ -291,6 +301,21 @@ impl EmbeddingCache {
             return Err(Error::io(&self.path, e));
         }
         self.persisted = self.hashes.len();
+        Ok(())
+    }
+
+    /// Writes records `from..` (text hash, vector, check).
+    fn write_records(&self, w: &mut impl Write, from: usize) -> std::io::Result<()> {
+        let mut bytes = Vec::with_capacity(4 * self.dim);
+        for (i, h) in self.hashes.iter().enumerate().skip(from) {
+            bytes.clear();
+            for v in &self.data[i * self.dim..(i + 1) * self.dim] {
+                bytes.extend_from_slice(&v.to_le_bytes());
+            }
+            w.write_all(h)?;
+            w.write_all(&bytes)?;
+            w.write_all(&record_check(h, &bytes))?;
+        }
         Ok(())
     }
 
@@ -374,19 +399,21 @@ pub fn embed_cached<E: TextEmbedder + ?Sized>(
     if hits > 0 {
         progress(hits);
     }
-    if !misses.is_empty() {
-        let vectors = embedder.embed(&misses, progress)?;
-        if vectors.len() != misses.len() {
+    // saved every FLUSH_EVERY texts, so a run killed mid-embedding keeps what it embedded
+    // (a vector is a pure function of its text, whatever the batch it is embedded in)
+    for chunk in misses.chunks(FLUSH_EVERY) {
+        let vectors = embedder.embed(chunk, progress)?;
+        if vectors.len() != chunk.len() {
             return Err(Error::Model {
                 path: cache.path().to_path_buf(),
                 message: format!(
                     "embedder returned {} vectors for {} texts",
                     vectors.len(),
-                    misses.len()
+                    chunk.len()
                 ),
             });
         }
-        for (t, v) in misses.iter().zip(&vectors) {
+        for (t, v) in chunk.iter().zip(&vectors) {
             cache.insert(t, v)?;
         }
         cache.save()?;

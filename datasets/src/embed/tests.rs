@@ -417,6 +417,48 @@ fn embed_cache_drops_damaged_records_and_re_embeds_them() {
     assert!(c.is_empty() && c.repairs().unwrap().contains("version 1"));
 }
 
+/// New vectors are appended to a verified file, and a long embedding is saved as it goes: the
+/// file always reads back whole, with every vector embedded so far.
+#[test]
+fn embed_cache_appends_and_saves_as_it_embeds() {
+    let (tmp, e) = tiny_model(12);
+    let dir = tmp.path().join("cache");
+    let mut cache = EmbeddingCache::open(&dir, e.model_id(), e.dim()).unwrap();
+    embed_cached(&e, &mut cache, &["a", "b"], &mut |_| {}).unwrap();
+    let path = cache.path().to_path_buf();
+    let first = std::fs::read(&path).unwrap();
+    embed_cached(&e, &mut cache, &["c", "a"], &mut |_| {}).unwrap();
+    let second = std::fs::read(&path).unwrap();
+    let record = 32 + 4 * e.dim() + 16;
+    assert_eq!(second.len(), first.len() + record, "one record appended");
+    assert_eq!(
+        &second[..first.len()],
+        &first[..],
+        "the old records untouched"
+    );
+    // more texts than one flush: every save leaves a file that reads back whole
+    let texts: Vec<String> = (0..600).map(|i| format!("text number {i}")).collect();
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let mut saves = Vec::new();
+    let watch = path.clone();
+    embed_cached(&e, &mut cache, &refs, &mut |_| {
+        saves.push(std::fs::metadata(&watch).unwrap().len());
+    })
+    .unwrap();
+    let header = first.len() - 2 * record;
+    let on_disk: Vec<u64> = saves
+        .iter()
+        .map(|&len| (len as usize - header) as u64 / record as u64)
+        .collect();
+    assert!(
+        on_disk.iter().any(|&n| n > 3 && n < 603),
+        "saved part-way through: {on_disk:?}"
+    );
+    let c = EmbeddingCache::open(&dir, e.model_id(), e.dim()).unwrap();
+    assert!(c.repairs().is_none());
+    assert_eq!(c.len(), 603);
+}
+
 #[test]
 fn embed_cache_rejects_corrupt_or_foreign_files() {
     let (tmp, e) = tiny_model(12);
