@@ -2,7 +2,7 @@
 """Prove that a code change left every number alone: compare two results directories.
 
 Usage:
-    scripts/behaviour_check.py BEFORE AFTER
+    scripts/behaviour_check.py BEFORE AFTER [--ignore FIELD]...
 
 BEFORE and AFTER are `--results` directories of `hopbench run-matrix` runs of the same campaign,
 datasets and legs (one by the old binary, one by the new). Compared, file by file:
@@ -17,7 +17,10 @@ datasets and legs (one by the old binary, one by the new). Compared, file by fil
 * every export's manifest: the blake3 of each export file must agree, so the exports are
   byte-identical whatever the manifest's own identity fields say.
 
-A file present on one side only is a failure. Exit 0 when everything agrees, 1 otherwise,
+`--ignore FIELD` also leaves out a top-level summary/curve field, for a change that adds or
+renames fields on purpose (a schema change: `--ignore schema_version --ignore
+queries_without_gold`); say which in the change's notes. A file present on one side only is a
+failure. Exit 0 when everything agrees, 1 otherwise,
 with one line per difference. Needs pyarrow (`pip install pyarrow`).
 """
 
@@ -31,10 +34,10 @@ VOLATILE_INPUTS = ("code_version",)
 VOLATILE_COLUMNS = ("retrieve_ms", "select_ms")
 
 
-def strip(doc):
+def strip(doc, ignore=()):
     """The deterministic part of a summary or curve document."""
     if isinstance(doc, dict):
-        doc = {k: v for k, v in doc.items() if k not in VOLATILE_TOP}
+        doc = {k: v for k, v in doc.items() if k not in VOLATILE_TOP and k not in ignore}
         inputs = doc.get("inputs")
         if isinstance(inputs, dict):
             doc["inputs"] = {k: v for k, v in inputs.items() if k not in VOLATILE_INPUTS}
@@ -69,10 +72,17 @@ def compare_sets(before, after, label, problems):
 
 
 def main(argv):
-    if len(argv) != 3:
+    args, ignore = [], []
+    rest = iter(argv[1:])
+    for a in rest:
+        if a == "--ignore":
+            ignore.append(next(rest, ""))
+        else:
+            args.append(a)
+    if len(args) != 2 or "" in ignore:
         print(__doc__.strip().splitlines()[2], file=sys.stderr)
         return 2
-    before, after = Path(argv[1]), Path(argv[2])
+    before, after = Path(args[0]), Path(args[1])
     problems = []
     counts = {}
 
@@ -81,8 +91,8 @@ def main(argv):
         common = compare_sets(b, a, "json", problems)
         counts[pattern] = len(common)
         for rel in common:
-            x = strip(json.loads(b[rel].read_text()))
-            y = strip(json.loads(a[rel].read_text()))
+            x = strip(json.loads(b[rel].read_text()), ignore)
+            y = strip(json.loads(a[rel].read_text()), ignore)
             if json.dumps(x, sort_keys=True) != json.dumps(y, sort_keys=True):
                 keys = sorted(k for k in set(x) | set(y) if x.get(k) != y.get(k))
                 problems.append(f"json: {rel} differs in {', '.join(keys)}")
@@ -114,6 +124,8 @@ def main(argv):
 
     for what, n in counts.items():
         print(f"compared {n:4d} x {what}")
+    if ignore:
+        print(f"ignored fields: {', '.join(ignore)}")
     for p in problems:
         print(p)
     print("identical" if not problems else f"{len(problems)} differences")

@@ -8,12 +8,13 @@ use std::path::PathBuf;
 #[non_exhaustive]
 pub enum Error {
     /// The file could not be opened, read or written.
-    #[error("{path}: {source}")]
+    #[error("{path}: {error}")]
     Io {
         /// The file.
         path: PathBuf,
-        /// The underlying error.
-        source: std::io::Error,
+        /// The underlying error. Part of the message and deliberately not a `source`: anyhow's
+        /// `{:#}` prints the source chain as well, which would say it twice.
+        error: std::io::Error,
     },
     /// The file is not valid JSON / JSONL / TSV / parquet at all.
     #[error("{path}: malformed {what}: {message}")]
@@ -94,12 +95,22 @@ pub enum Error {
 /// Result alias for this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// The 1-based line and column (in characters) of the first invalid byte of `bytes`, for
+/// messages that let the user find it in a large file.
+pub fn utf8_error_position(bytes: &[u8], e: std::str::Utf8Error) -> (usize, usize) {
+    let good = &bytes[..e.valid_up_to()];
+    let line = good.iter().filter(|&&b| b == b'\n').count() + 1;
+    let start = good.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    let column = std::str::from_utf8(&good[start..]).map_or(0, |s| s.chars().count()) + 1;
+    (line, column)
+}
+
 impl Error {
     /// An I/O error on `path`.
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Error::Io {
             path: path.into(),
-            source,
+            error: source,
         }
     }
     /// A missing or mistyped field.

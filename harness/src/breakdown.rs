@@ -15,7 +15,7 @@ use crate::campaign::StatsConfig;
 use hopbench_legs::Note;
 
 use crate::evaluate::QueryResult;
-use crate::{metrics, stats};
+use crate::metrics;
 
 /// The annotation conversation legs report their classified intent under.
 pub const INTENT_ANNOTATION: &str = Note::TurnIntent.name();
@@ -130,10 +130,8 @@ pub fn breakdowns(
                             .insert(name.clone(), metrics::mean_opt(per_query()).mean);
                         let values: Vec<f64> = per_query().flatten().collect();
                         if values.len() > 1 {
-                            if let Ok(c) =
-                                stats::bootstrap_mean_ci(&values, ci.resamples, 0.95, ci.seed)
-                            {
-                                g.metrics_ci95.insert(name.clone(), [c.lo, c.hi]);
+                            if let Some(c) = ci.mean_ci(&values) {
+                                g.metrics_ci95.insert(name.clone(), c);
                             }
                         }
                     }
@@ -228,9 +226,7 @@ pub fn reference_accuracy(results: &[QueryResult], ci: &StatsConfig) -> Option<R
         resolved: scored.iter().filter(|&&(r, _)| r).count(),
         correct,
         accuracy: correct as f64 / scored.len() as f64,
-        ci95: stats::bootstrap_mean_ci(&values, ci.resamples, 0.95, ci.seed)
-            .ok()
-            .map(|c| [c.lo, c.hi]),
+        ci95: ci.mean_ci(&values),
     })
 }
 
@@ -266,6 +262,7 @@ mod tests {
             resamples: 200,
             permutations: 100,
             seed: 7,
+            ..StatsConfig::default()
         }
     }
 

@@ -189,6 +189,27 @@ pub struct StatsConfig {
     pub permutations: usize,
     /// Seed of both (fixed: identical numbers on every machine).
     pub seed: u64,
+    /// `off`: no confidence intervals and no p-values anywhere (summaries, curves, compare),
+    /// for quick looks; the only way to get none, since too few draws are refused.
+    #[serde(default, skip_serializing_if = "CiMode::is_on")]
+    pub ci: CiMode,
+}
+
+/// Whether the campaign computes confidence intervals and p-values.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CiMode {
+    /// Bootstrap CIs and randomization p-values (the default).
+    #[default]
+    On,
+    /// None.
+    Off,
+}
+
+impl CiMode {
+    fn is_on(&self) -> bool {
+        *self == CiMode::On
+    }
 }
 
 impl Default for StatsConfig {
@@ -197,7 +218,44 @@ impl Default for StatsConfig {
             resamples: 2_000,
             permutations: 10_000,
             seed: 20_261_129,
+            ci: CiMode::On,
         }
+    }
+}
+
+/// Every statistic a cell or a comparison reports goes through these, so `ci: off` turns them
+/// all off in one place. `None`: off, or the sample is too small for the statistic.
+impl StatsConfig {
+    /// Percentile-bootstrap 95% CI of the mean of `values`.
+    pub fn mean_ci(&self, values: &[f64]) -> Option<[f64; 2]> {
+        if !self.ci.is_on() {
+            return None;
+        }
+        let c = crate::stats::bootstrap_mean_ci(values, self.resamples, 0.95, self.seed).ok()?;
+        Some([c.lo, c.hi])
+    }
+    /// Paired-bootstrap 95% CI of the mean difference `b - a`.
+    pub fn paired_ci(&self, a: &[f64], b: &[f64]) -> Option<[f64; 2]> {
+        if !self.ci.is_on() {
+            return None;
+        }
+        let c = crate::stats::paired_bootstrap_ci(a, b, self.resamples, 0.95, self.seed).ok()?;
+        Some([c.lo, c.hi])
+    }
+    /// Student-t 95% CI of the mean of the paired differences.
+    pub fn t_ci(&self, diffs: &[f64]) -> Option<[f64; 2]> {
+        if !self.ci.is_on() {
+            return None;
+        }
+        let c = crate::stats::t_mean_ci(diffs, 0.95).ok()?;
+        Some([c.lo, c.hi])
+    }
+    /// Two-sided paired randomization-test p-value.
+    pub fn p_value(&self, a: &[f64], b: &[f64]) -> Option<f64> {
+        if !self.ci.is_on() {
+            return None;
+        }
+        crate::stats::randomization_test(a, b, self.permutations, self.seed).ok()
     }
 }
 
@@ -248,6 +306,10 @@ fn default_breakdown_labels() -> Vec<String> {
 /// The fewest bootstrap resamples or permutations a campaign may ask for.
 pub const MIN_DRAWS: usize = 100;
 
+/// The most bootstrap resamples or permutations a campaign may ask for (beyond it the third
+/// decimal of a CI no longer moves, and the time and memory grow without bound).
+pub const MAX_DRAWS: usize = 1_000_000;
+
 impl Campaign {
     /// Parses a campaign; `origin` names the file in errors.
     pub fn parse(text: &str, origin: &str) -> Result<Campaign> {
@@ -266,8 +328,16 @@ impl Campaign {
         };
         match path {
             Some(p) => {
-                let text = std::fs::read_to_string(&p)
-                    .with_context(|| format!("{}: cannot read", p.display()))?;
+                let bytes =
+                    std::fs::read(&p).with_context(|| format!("{}: cannot read", p.display()))?;
+                let text = String::from_utf8(bytes).map_err(|e| {
+                    let (line, column) =
+                        hopbench_datasets::error::utf8_error_position(e.as_bytes(), e.utf8_error());
+                    anyhow::anyhow!(
+                        "{}: not UTF-8: invalid byte at line {line}, column {column}",
+                        p.display()
+                    )
+                })?;
                 Ok((
                     Campaign::parse(&text, &p.display().to_string())?,
                     p.display().to_string(),
@@ -287,6 +357,14 @@ impl Campaign {
         if self.budgets.is_empty() || self.budgets.contains(&0) {
             bail!("field `budgets`: needs at least one budget, each >= 1");
         }
+        for (key, value) in [("results", &self.results), ("model", &self.model)] {
+            if value.trim().is_empty() {
+                bail!("field `{key}`: must name a directory, got an empty string");
+            }
+        }
+        if self.run.limit == Some(0) {
+            bail!("field `run.limit`: must be at least 1, got 0");
+        }
         let bm25 = &self.prepare.bm25;
         if !(bm25.k1.is_finite() && bm25.k1 > 0.0) {
             bail!(
@@ -305,8 +383,12 @@ impl Campaign {
             ("stats.resamples", self.stats.resamples),
             ("stats.permutations", self.stats.permutations),
         ] {
-            if n < MIN_DRAWS {
-                bail!("field `{key}`: must be at least {MIN_DRAWS}, got {n}");
+            if n < MIN_DRAWS && self.stats.ci.is_on() {
+                bail!("field `{key}`: must be at least {MIN_DRAWS}, got {n} (or set `stats.ci: off` for no CIs and p-values)");
+            }
+            // every draw costs a pass over the queries, and the values are allocated up front
+            if n > MAX_DRAWS {
+                bail!("field `{key}`: must be at most {MAX_DRAWS}, got {n}");
             }
         }
         for (name, leg) in &self.legs {

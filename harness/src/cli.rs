@@ -37,6 +37,12 @@ pub enum Command {
     /// Speed benchmarks (not tests): query latency per leg, prepare throughput.
     #[command(subcommand)]
     Bench(BenchCommand),
+    /// Where each cell stands: done, stale, failed (with its error) or missing; exit 0 only
+    /// when every cell is done.
+    Status(StatusArgs),
+    /// Write (and with --submit, submit) the Slurm job scripts that run the matrix as job
+    /// arrays: embedding parts, then cell parts, then a collect step that writes the matrix.
+    Slurm(SlurmArgs),
     /// List the campaign's datasets and whether their raw files are present.
     Datasets(CommonArgs),
     /// List the campaign's legs with their resolved parameters.
@@ -68,26 +74,33 @@ pub struct CommonArgs {
     pub no_wait: bool,
 }
 
-#[derive(Args, Debug)]
-pub struct RunArgs {
-    #[command(flatten)]
-    pub common: CommonArgs,
+/// Which cells: the datasets and legs a matrix command covers.
+#[derive(Args, Debug, Clone)]
+pub struct Selection {
     /// `all` or a comma list of dataset names (default: the campaign's `run.datasets`, else all).
     #[arg(long)]
     pub datasets: Option<String>,
     /// `all` or a comma list of leg names (default: the campaign's `run.legs`, else all).
     #[arg(long)]
     pub legs: Option<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    #[command(flatten)]
+    pub select: Selection,
     /// Evaluate only the first N queries of each dataset (a different query set: cells are not
-    /// comparable with full runs).
-    #[arg(long)]
+    /// comparable with full runs). At least 1.
+    #[arg(long, value_parser = at_least_one, allow_negative_numbers = true)]
     pub limit: Option<usize>,
     /// Recompute cells even when their key matches.
     #[arg(long)]
     pub force: bool,
     /// Thread count (required, or RAYON_NUM_THREADS, or the campaign's `run.threads`): the
     /// determinism contract.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub threads: Option<usize>,
     /// No progress bars.
     #[arg(long)]
@@ -98,6 +111,65 @@ pub struct RunArgs {
     /// Print the resolved settings as a campaign file (feed it back with `--campaign`) and exit.
     #[arg(long)]
     pub show_settings: bool,
+    /// Run only part I of N (I from 0) of the selected cells, beside the other parts (a Slurm
+    /// array task); no matrix.md: an unsharded run afterwards finds every cell cached.
+    #[arg(long)]
+    pub shard: Option<crate::shard::Shard>,
+    /// Run only these cells of the selection: a comma list of DATASET/LEG.
+    #[arg(long)]
+    pub cells: Option<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct StatusArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    #[command(flatten)]
+    pub select: Selection,
+    /// `--limit` of the run whose cells to look at.
+    #[arg(long, value_parser = at_least_one, allow_negative_numbers = true)]
+    pub limit: Option<usize>,
+}
+
+#[derive(Args, Debug)]
+pub struct SlurmArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    #[command(flatten)]
+    pub select: Selection,
+    /// Tasks per job array.
+    #[arg(long, default_value_t = 4)]
+    pub array: usize,
+    /// CPUs per task; each task runs with this many threads.
+    #[arg(long, default_value_t = 1)]
+    pub cpus_per_task: usize,
+    /// Slurm partition.
+    #[arg(long)]
+    pub partition: Option<String>,
+    /// Time limit per job (Slurm syntax, e.g. 02:00:00).
+    #[arg(long)]
+    pub time: Option<String>,
+    /// Memory per job (e.g. 16G).
+    #[arg(long)]
+    pub mem: Option<String>,
+    /// An extra `#SBATCH` line for every job (repeatable), e.g. `--account=proj`.
+    #[arg(long = "extra-sbatch")]
+    pub extra: Vec<String>,
+    /// No embedding array (everything is embedded already).
+    #[arg(long)]
+    pub no_embed: bool,
+    /// Only the cells `hopbench status` does not call done.
+    #[arg(long)]
+    pub only_missing: bool,
+    /// Print the scripts and exit.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Submit the scripts with sbatch (each array after the one before it succeeded).
+    #[arg(long)]
+    pub submit: bool,
+    /// With --submit: wait until the collect step ends and exit with its status.
+    #[arg(long)]
+    pub wait: bool,
 }
 
 #[derive(Args, Debug)]
@@ -110,6 +182,10 @@ pub struct PrepareArgs {
     /// No progress bars.
     #[arg(long)]
     pub quiet: bool,
+    /// Embed only part I of N (I from 0) of the datasets' texts into the embedding cache,
+    /// beside the other parts (a Slurm array task), and write no export.
+    #[arg(long)]
+    pub shard: Option<crate::shard::Shard>,
 }
 
 #[derive(Args, Debug)]
@@ -274,17 +350,48 @@ impl Command {
         match self {
             Command::RunMatrix(a) => Overrides {
                 run: Some(RunFlags {
-                    datasets: a.datasets.clone(),
-                    legs: a.legs.clone(),
+                    datasets: a.select.datasets.clone(),
+                    legs: a.select.legs.clone(),
                     limit: a.limit,
                     threads: a.threads,
                     force: a.force,
                     quiet: a.quiet,
                     no_curves: a.no_curves,
+                    shard: a.shard,
+                    cells: a.cells.clone(),
                 }),
                 ..a.common.overrides()
             },
             Command::Prepare(a) => a.common.overrides(),
+            Command::Slurm(a) => Overrides {
+                run: Some(RunFlags {
+                    datasets: a.select.datasets.clone(),
+                    legs: a.select.legs.clone(),
+                    limit: None,
+                    threads: Some(1),
+                    force: false,
+                    quiet: true,
+                    no_curves: false,
+                    shard: None,
+                    cells: None,
+                }),
+                ..a.common.overrides()
+            },
+            Command::Status(a) => Overrides {
+                run: Some(RunFlags {
+                    datasets: a.select.datasets.clone(),
+                    legs: a.select.legs.clone(),
+                    limit: a.limit,
+                    // no cell key depends on the thread count
+                    threads: Some(1),
+                    force: false,
+                    quiet: true,
+                    no_curves: false,
+                    shard: None,
+                    cells: None,
+                }),
+                ..a.common.overrides()
+            },
             Command::Compare(a) => only(&a.campaign, &None),
             Command::CompareLegs(a) | Command::CompareCurves(a) => only(&a.campaign, &a.results),
             Command::Breakdown(a) => only(&a.campaign, &a.results),
@@ -294,5 +401,14 @@ impl Command {
             Command::Bench(BenchCommand::Assembly(a)) => a.common.overrides(),
             Command::Datasets(c) | Command::Legs(c) => c.overrides(),
         }
+    }
+}
+
+/// A count that must be positive (`--limit 0` would measure nothing and look like a result).
+fn at_least_one(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(e.to_string()),
     }
 }

@@ -305,13 +305,7 @@ type PairedStats = (Option<[f64; 2]>, Option<[f64; 2]>, Option<f64>);
 
 fn paired_stats(a: &[f64], b: &[f64], cfg: &StatsConfig) -> PairedStats {
     let diffs: Vec<f64> = a.iter().zip(b).map(|(x, y)| y - x).collect();
-    (
-        stats::paired_bootstrap_ci(a, b, cfg.resamples, 0.95, cfg.seed)
-            .ok()
-            .map(|c| [c.lo, c.hi]),
-        stats::t_mean_ci(&diffs, 0.95).ok().map(|c| [c.lo, c.hi]),
-        stats::randomization_test(a, b, cfg.permutations, cfg.seed).ok(),
-    )
+    (cfg.paired_ci(a, b), cfg.t_ci(&diffs), cfg.p_value(a, b))
 }
 
 /// Compares two legs of one results directory on one dataset (same export and query set): the

@@ -25,11 +25,10 @@ use crate::evaluate;
 use crate::fsx;
 use crate::metrics;
 use crate::settings::MatrixSettings;
-use crate::stats;
 use crate::summary::{Dist, MetricColumns};
 
 /// Version of the curve schema.
-pub const CURVE_SCHEMA_VERSION: u32 = 1;
+pub const CURVE_SCHEMA_VERSION: u32 = 2;
 
 /// Names of the metrics a curve reports at every budget, in column order.
 pub fn metric_names() -> Vec<String> {
@@ -92,6 +91,10 @@ pub struct Curve {
     pub queries: usize,
     /// Points, by ascending budget.
     pub points: Vec<CurvePoint>,
+    /// blake3 (hex) of the per-query rows file written with this curve (its bytes are a
+    /// deterministic function of the key: the rows carry no timings).
+    #[serde(default)]
+    pub rows: String,
     /// Timing (excluded from identity checks).
     pub timing: Option<CurveTiming>,
 }
@@ -103,6 +106,60 @@ pub fn paths(results: &Path, dataset: &str, leg: &str) -> (PathBuf, PathBuf) {
         dir.join(format!("{leg}.curve.json")),
         dir.join(format!("{leg}.curve.parquet")),
     )
+}
+
+/// Why a curve on disk cannot be trusted (`Ok` when it can): its rows file is missing or is not
+/// the one written with it, or its means are not the means of its rows. The cache, `plot` and
+/// `compare-spend` call this before using a curve.
+pub fn verify(curve: &Curve, json: &Path, rows: &Path) -> Result<(), String> {
+    let bytes = std::fs::read(rows).map_err(|e| format!("{}: cannot read: {e}", rows.display()))?;
+    if blake3::hash(&bytes).to_hex().as_str() != curve.rows {
+        return Err(format!(
+            "{}: not the rows written with {} (blake3 differs)",
+            rows.display(),
+            json.display()
+        ));
+    }
+    let (ids, per) = read_rows(rows).map_err(|e| format!("{e:#}"))?;
+    let bad = |what: &str| {
+        Err(format!(
+            "{}: {what} is not that of {}",
+            json.display(),
+            rows.display()
+        ))
+    };
+    if ids.len() != curve.queries {
+        return bad("the query count");
+    }
+    if per.len() != curve.points.len() {
+        return bad("the budget list");
+    }
+    // serde_json's float parser may land one ulp off the printed value: compare within 1e-12
+    let same = |a: Option<f64>, b: Option<f64>| match (a, b) {
+        (Some(a), Some(b)) => (a - b).abs() <= 1e-12 * a.abs().max(1.0),
+        (a, b) => a.is_none() && b.is_none(),
+    };
+    for (p, (&budget, columns)) in curve.points.iter().zip(&per) {
+        if p.budget != budget {
+            return bad("the budget list");
+        }
+        for (name, stored) in &p.metrics {
+            let mean = columns
+                .get(name)
+                .map(|v| metrics::mean_opt(v.iter().copied()).mean);
+            if !mean.is_some_and(|m| same(m, *stored)) {
+                return bad(&format!("metrics.{name} at budget {budget}"));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Reads a curve and checks it against its rows file ([`verify`]): an error names the file.
+pub fn read_verified(json: &Path, rows: &Path) -> Result<Curve> {
+    let curve = read(json)?;
+    verify(&curve, json, rows).map_err(anyhow::Error::msg)?;
+    Ok(curve)
 }
 
 /// Reads a curve.
@@ -164,9 +221,22 @@ pub fn run(
     let key = crate::cache::key_of(&(cell_key, &budgets));
     let (json_path, parquet_path) = paths(&s.results, dataset, leg_name);
     if !s.force {
-        if let Ok(prev) = read(&json_path) {
-            if prev.key == key && parquet_path.exists() {
-                return Ok((prev, false));
+        let prev = json_path.exists().then(|| read(&json_path));
+        if let Some(Err(e)) = &prev {
+            eprintln!(
+                "warning: {dataset} x {leg_name}: cached budget curve not trusted ({e:#}); \
+                 recomputing"
+            );
+        }
+        if let Some(Ok(prev)) = prev {
+            if prev.key == key {
+                match verify(&prev, &json_path, &parquet_path) {
+                    Ok(()) => return Ok((prev, false)),
+                    Err(why) => eprintln!(
+                        "warning: {dataset} x {leg_name}: cached budget curve not trusted \
+                         ({why}); recomputing"
+                    ),
+                }
             }
         }
     }
@@ -220,10 +290,8 @@ pub fn run(
             let m = metrics::mean_opt(at.iter().map(|r| r.metrics[n]));
             p.metrics.insert(n.clone(), m.mean);
             let values: Vec<f64> = at.iter().filter_map(|r| r.metrics[n]).collect();
-            if let Ok(ci) =
-                stats::bootstrap_mean_ci(&values, stats_cfg.resamples, 0.95, stats_cfg.seed)
-            {
-                p.metrics_ci95.insert(n.clone(), [ci.lo, ci.hi]);
+            if let Some(ci) = stats_cfg.mean_ci(&values) {
+                p.metrics_ci95.insert(n.clone(), ci);
             }
         }
         points.push(p);
@@ -232,6 +300,13 @@ pub fn run(
             latency_ms: Dist::of(&at.iter().map(|r| r.latency_ms).collect::<Vec<_>>()),
         });
     }
+    write_rows(&parquet_path, export, idx, &budgets, &names, &rows)?;
+    let rows_hash = blake3::hash(
+        &std::fs::read(&parquet_path)
+            .with_context(|| format!("{}: cannot read back", parquet_path.display()))?,
+    )
+    .to_hex()
+    .to_string();
     let curve = Curve {
         schema_version: CURVE_SCHEMA_VERSION,
         dataset: dataset.into(),
@@ -239,13 +314,14 @@ pub fn run(
         key,
         queries: idx.len(),
         points,
+        rows: rows_hash,
         timing: Some(CurveTiming {
             threads: s.threads,
             wall_ms,
             points: timings,
         }),
     };
-    write_rows(&parquet_path, export, idx, &budgets, &names, &rows)?;
+    // the curve goes last: a curve on disk means its rows are complete
     let text = serde_json::to_string_pretty(&curve).expect("curve serialises") + "\n";
     fsx::write_atomic(&json_path, text.as_bytes())?;
     Ok((curve, true))

@@ -18,7 +18,6 @@ use hopbench_datasets::embed::{self, Embedder, EmbeddingCache};
 use hopbench_datasets::export::{self, EmbedFn, Export, PrepareConfig, Prepared, Source};
 use hopbench_datasets::formats::{self, Files};
 use hopbench_datasets::{synthetic, RawDataset};
-use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::campaign::{Campaign, DatasetFormat, DatasetSpec, HeaderMode};
 
@@ -35,6 +34,9 @@ pub struct DataSettings {
     pub model_dir: PathBuf,
     /// Export settings.
     pub prepare: PrepareConfig,
+    /// The part file of the embedding cache this process writes (`--shard`), or `None` for
+    /// the main file (see [`EmbeddingCache::open_part`]).
+    pub cache_part: Option<String>,
 }
 
 /// A dataset ready to run, or why it is not.
@@ -242,6 +244,110 @@ fn source(
     }
 }
 
+/// What [`embed_part`] did for one dataset.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PartOutcome {
+    /// The export exists already: its vectors are in it.
+    ExportReady,
+    /// Embedded this many of the part's texts (the rest of the part was cached).
+    Embedded { part_texts: usize, embedded: usize },
+    /// The dataset lacks inputs.
+    Missing(String),
+}
+
+/// `prepare --shard`: embeds `shard`'s part of the texts dataset `name`'s export would embed
+/// ([`Shard::owns_text`](crate::shard::Shard::owns_text)) into the embedding cache's part file
+/// for this shard, and writes no export. The build runs for its embedding calls only (the
+/// other texts get placeholder vectors that are thrown away with it), so the texts are exactly
+/// those a later unsharded prepare embeds, found in the cache then.
+pub fn embed_part(
+    campaign: &Campaign,
+    name: &str,
+    s: &DataSettings,
+    shard: crate::shard::Shard,
+    progress: bool,
+) -> Result<PartOutcome> {
+    let (members, member_files) = match members_of(campaign, name, s) {
+        Ok(x) => x,
+        Err(reason) => return Ok(PartOutcome::Missing(reason)),
+    };
+    let source = source(campaign, name, &members, &member_files);
+    let model_id = embed::model_id_of(&s.model_dir)
+        .with_context(|| format!("embedding model not found at {}", s.model_dir.display()))?;
+    let dim = embed::model_dim_of(&s.model_dir)?;
+    let part = format!("embed-{}", shard.label());
+    let embedder: RefCell<Option<(Embedder, EmbeddingCache)>> = RefCell::new(None);
+    let counts = RefCell::new((0usize, 0usize));
+    let mut embed_fn = EmbedFn {
+        model_id,
+        dim,
+        embed: Box::new(|texts: &[&str], label: &str| {
+            let mut slot = embedder.borrow_mut();
+            if slot.is_none() {
+                let e = Embedder::load(&s.model_dir)?;
+                let c =
+                    EmbeddingCache::open_part(&s.embeddings, e.model_id(), e.dim(), Some(&part))?;
+                if let Some(r) = c.repairs() {
+                    eprintln!("warning: embedding cache {r}");
+                }
+                *slot = Some((e, c));
+            }
+            let (e, c) = slot.as_mut().expect("loaded above");
+            let mut mine: Vec<&str> = texts
+                .iter()
+                .copied()
+                .filter(|t| shard.owns_text(t))
+                .collect();
+            mine.sort_unstable();
+            mine.dedup();
+            let new = mine.iter().filter(|t| !c.contains(t)).count();
+            let bar = crate::progress::Progress::new(
+                progress,
+                &format!("embed {name} {label} (part {shard})"),
+                "texts",
+                mine.len() as u64,
+            );
+            embed::embed_cached(e, c, &mine, &mut |n| bar.inc(n as u64))?;
+            bar.finish();
+            let mut n = counts.borrow_mut();
+            n.0 += mine.len();
+            n.1 += new;
+            Ok(vec![vec![0.0; dim]; texts.len()])
+        }),
+    };
+    let read_all = || read_members(campaign, name, &members, &member_files);
+    let mut read_error: Option<anyhow::Error> = None;
+    let ran = export::embed_only(
+        &source,
+        || {
+            read_all().map_err(|e| {
+                let message = format!("{e:#}");
+                read_error = Some(e);
+                hopbench_datasets::Error::Config {
+                    context: format!("dataset {name}"),
+                    message,
+                }
+            })
+        },
+        &s.prepare,
+        &mut embed_fn,
+        &s.exports.join(name),
+    );
+    match ran {
+        Ok(false) => Ok(PartOutcome::ExportReady),
+        Ok(true) => {
+            drop(embed_fn);
+            let (part_texts, embedded) = *counts.borrow();
+            Ok(PartOutcome::Embedded {
+                part_texts,
+                embedded,
+            })
+        }
+        Err(e) => Err(read_error.unwrap_or_else(|| e.into()))
+            .with_context(|| format!("embedding part {shard} of dataset {name}")),
+    }
+}
+
 /// Prepares (or reuses) and loads dataset `name`.
 pub fn open(
     campaign: &Campaign,
@@ -272,55 +378,88 @@ pub fn open(
             let mut slot = embedder.borrow_mut();
             if slot.is_none() {
                 let e = Embedder::load(&s.model_dir)?;
-                let c = EmbeddingCache::open(&s.embeddings, e.model_id(), e.dim())?;
+                let c = EmbeddingCache::open_part(
+                    &s.embeddings,
+                    e.model_id(),
+                    e.dim(),
+                    s.cache_part.as_deref(),
+                )?;
                 if let Some(r) = c.repairs() {
                     eprintln!("warning: embedding cache {r}");
                 }
                 *slot = Some((e, c));
             }
             let (e, c) = slot.as_mut().expect("loaded above");
-            let bar = if progress {
-                ProgressBar::new(texts.len() as u64)
-            } else {
-                ProgressBar::hidden()
-            };
-            bar.set_style(
-                ProgressStyle::with_template("{prefix:>32} [{bar:30}] {pos}/{len} {per_sec} {eta}")
-                    .expect("template")
-                    .progress_chars("=> "),
+            let bar = crate::progress::Progress::new(
+                progress,
+                &format!("embed {name} {label}"),
+                "texts",
+                texts.len() as u64,
             );
-            bar.set_prefix(format!("embed {name} {label}"));
             let out = embed::embed_cached(e, c, texts, &mut |n| bar.inc(n as u64));
-            bar.finish_and_clear();
+            bar.finish();
             out
         }),
     };
-    let mut read_error: Option<anyhow::Error> = None;
-    let result = export::prepare(
-        &source,
-        || match read_all() {
-            Ok(r) => Ok(r),
+    // An export whose manifest and file hashes check out can still fail to load (written by a
+    // build with a bug, or with values the loader refuses): it is rebuilt once, and a rebuild
+    // that does not load either is the error.
+    let mut healed = false;
+    // the parts of a sharded run (which write a part of the cache and hold the results lock
+    // shared) may need one export at once: one prepares it, the others wait and then find it
+    // ready; an unsharded writer holds the results directory alone already
+    let _preparing = s
+        .cache_part
+        .is_some()
+        .then(|| {
+            crate::lock::PathLock::acquire(
+                &s.exports.join(format!(".{name}.lock")),
+                &format!("preparing {name}"),
+            )
+        })
+        .transpose()?;
+    let (export, how) = loop {
+        let mut read_error: Option<anyhow::Error> = None;
+        let result = export::prepare(
+            &source,
+            || match read_all() {
+                Ok(r) => Ok(r),
+                Err(e) => {
+                    let msg = format!("{e:#}");
+                    read_error = Some(e);
+                    Err(hopbench_datasets::Error::Config {
+                        context: format!("dataset {name}"),
+                        message: msg,
+                    })
+                }
+            },
+            &s.prepare,
+            &mut embed_fn,
+            &dir,
+        );
+        let (_, how) = match result {
+            Ok(x) => x,
             Err(e) => {
-                let msg = format!("{e:#}");
-                read_error = Some(e);
-                Err(hopbench_datasets::Error::Config {
-                    context: format!("dataset {name}"),
-                    message: msg,
-                })
+                return Err(read_error.unwrap_or_else(|| e.into()))
+                    .with_context(|| format!("preparing dataset {name}"))
             }
-        },
-        &s.prepare,
-        &mut embed_fn,
-        &dir,
-    );
-    let (_, how) = match result {
-        Ok(x) => x,
-        Err(e) => {
-            return Err(read_error.unwrap_or_else(|| e.into()))
-                .with_context(|| format!("preparing dataset {name}"))
+        };
+        match export::load(&dir) {
+            Ok(export) => break (export, how),
+            Err(e) if how == Prepared::Reused && !healed => {
+                eprintln!(
+                    "warning: the export of {name} at {} does not load ({e}); rebuilding it",
+                    dir.display()
+                );
+                crate::fsx::remove_dir_atomically(&dir)
+                    .with_context(|| format!("removing the broken export {}", dir.display()))?;
+                healed = true;
+            }
+            Err(e) => {
+                return Err(e).with_context(|| format!("loading the export of {name}"));
+            }
         }
     };
-    let export = export::load(&dir).with_context(|| format!("loading the export of {name}"))?;
     if how == Prepared::Written {
         let st = &export.manifest.stats;
         eprintln!(
@@ -362,6 +501,7 @@ legs: {}
             embeddings: PathBuf::from("unused"),
             model_dir: PathBuf::from("unused"),
             prepare: PrepareConfig::default(),
+            cache_part: None,
         }
     }
 
@@ -394,9 +534,9 @@ legs: {}
         let (members, files) = members_of(&c, "md", &s).unwrap();
         assert_eq!(members, ["m"]);
         assert_eq!(files, members_of(&c, "m", &s).unwrap().1);
-        // an empty musique set reads, and derives no dialogues
-        let d = read_dataset(&c, "md", &s).unwrap();
-        assert!(d.questions.is_empty() && d.passages.is_empty());
+        // an empty musique set is refused, naming its files, before anything is derived
+        let e = format!("{:#}", read_dataset(&c, "md", &s).unwrap_err());
+        assert!(e.contains("c.json") && e.contains("no passages"), "{e}");
     }
 
     #[test]

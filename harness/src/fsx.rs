@@ -58,3 +58,12 @@ pub fn write_parquet_atomic(
         Ok(hopbench_datasets::parquet_io::write(tmp, columns)?)
     })
 }
+
+/// Removes directory `dir` by first renaming it to a temp name beside it (which a later writer
+/// holding the results lock sweeps if this process dies midway), so no reader ever sees a
+/// half-deleted directory under the real name.
+pub fn remove_dir_atomically(dir: &Path) -> Result<()> {
+    let tmp = temp_path(dir);
+    std::fs::rename(dir, &tmp).with_context(|| format!("{}: cannot move aside", dir.display()))?;
+    std::fs::remove_dir_all(&tmp).with_context(|| format!("{}: cannot remove", tmp.display()))
+}

@@ -38,7 +38,12 @@ pub fn build(
 /// Vectors of `texts` in the space of `export` (its model id and dimension).
 pub fn vectors(export: &Export, texts: &[String], data: &DataSettings) -> Result<TextVectors> {
     let model_id = &export.manifest.model_id;
-    let mut cache = EmbeddingCache::open(&data.embeddings, model_id, export.dim)?;
+    let mut cache = EmbeddingCache::open_part(
+        &data.embeddings,
+        model_id,
+        export.dim,
+        data.cache_part.as_deref(),
+    )?;
     if let Some(r) = cache.repairs() {
         eprintln!("warning: embedding cache {r}");
     }

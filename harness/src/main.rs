@@ -1,58 +1,17 @@
-//! `hopbench`: a reproducible benchmark harness for retrieval strategies.
-//!
-//! The binary is a thin layer: clap parses arguments (`cli`), `settings` resolves them with the
-//! campaign and the environment into one [`settings::Settings`], once, and the modules below do
-//! the work, reading it by reference and passing plain structs:
-//! `campaign` (typed campaign.yaml) -> `data` (raw files -> export) -> `matrix` (legs x queries)
-//! -> `evaluate`/`metrics` -> `summary` (cells) -> `report`, `compare`, `trec`.
+//! `hopbench`: a reproducible benchmark harness for retrieval strategies (the command line;
+//! the work is in the library's modules).
 
-/// `println!` that ends the process quietly when stdout is closed (`hopbench ... | head`), as
-/// command-line tools should, instead of panicking on the broken pipe.
-macro_rules! out {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let mut stdout = std::io::stdout().lock();
-        if let Err(e) = writeln!(stdout, $($arg)*).and_then(|_| stdout.flush()) {
-            if e.kind() == std::io::ErrorKind::BrokenPipe {
-                std::process::exit(0);
-            }
-            panic!("cannot write to stdout: {e}");
-        }
-    }};
-}
-
-mod bench;
-mod breakdown;
-mod cache;
-mod campaign;
-mod cli;
-mod compare;
-mod contract;
-mod curve;
-mod data;
-mod evaluate;
-mod fsx;
-mod leg_build;
-mod lock;
-mod matrix;
-mod metrics;
-mod plot;
-mod report;
-mod settings;
-mod spend;
-mod stats;
-mod summary;
-mod trec;
-
+use hopbench::out;
+use hopbench::{bench, compare, data, fsx, lock, matrix, plot, report, spend, summary};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Parser;
 
-use crate::campaign::select;
-use crate::cli::{BenchCommand, Cli, Command};
-use crate::matrix::CellOutcome;
-use crate::settings::{default_datasets, Settings};
+use hopbench::campaign::select;
+use hopbench::cli::{BenchCommand, Cli, Command};
+use hopbench::matrix::CellOutcome;
+use hopbench::settings::{default_datasets, Settings};
 
 fn write_json<T: serde::Serialize>(path: Option<&std::path::Path>, value: &T) -> Result<()> {
     if let Some(p) = path {
@@ -78,16 +37,21 @@ fn run(cli: Cli) -> Result<ExitCode> {
     let s = &settings;
     let campaign = &s.campaign;
     // the commands that write the results directory hold its lock until they return
+    // (the parts of a sharded run hold it shared: they write disjoint files)
+    let mode = |shard: Option<hopbench::shard::Shard>| match shard {
+        Some(_) => lock::Mode::Shared,
+        None => lock::Mode::Exclusive,
+    };
     let writer = match &cli.command {
-        Command::RunMatrix(a) if !a.show_settings => Some(&a.common),
-        Command::Prepare(a) => Some(&a.common),
-        Command::Bench(BenchCommand::Latency(a)) => Some(&a.common),
-        Command::Bench(BenchCommand::Assembly(a)) => Some(&a.common),
-        Command::Bench(BenchCommand::Prepare(a)) => Some(&a.common),
+        Command::RunMatrix(a) if !a.show_settings => Some((&a.common, mode(a.shard))),
+        Command::Prepare(a) => Some((&a.common, mode(a.shard))),
+        Command::Bench(BenchCommand::Latency(a)) => Some((&a.common, lock::Mode::Exclusive)),
+        Command::Bench(BenchCommand::Assembly(a)) => Some((&a.common, lock::Mode::Exclusive)),
+        Command::Bench(BenchCommand::Prepare(a)) => Some((&a.common, lock::Mode::Exclusive)),
         _ => None,
     };
     let _lock = writer
-        .map(|c| lock::ResultsLock::acquire(&s.results, !c.no_wait))
+        .map(|(c, mode)| lock::ResultsLock::take(&s.results, !c.no_wait, mode))
         .transpose()?;
     match cli.command {
         Command::RunMatrix(a) => {
@@ -109,6 +73,28 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 m.results.join("matrix.md").display()
             );
         }
+        Command::Prepare(a) if a.shard.is_some() => {
+            let shard = a.shard.expect("matched");
+            let data = data::DataSettings {
+                cache_part: Some(format!("embed-{}", shard.label())),
+                ..s.data.clone()
+            };
+            for name in default_datasets(&a.datasets, campaign, s.have_data())? {
+                match data::embed_part(campaign, &name, &data, shard, !a.quiet)? {
+                    data::PartOutcome::ExportReady => {
+                        out!("{name}: part {shard}: export ready, nothing to embed")
+                    }
+                    data::PartOutcome::Embedded {
+                        part_texts,
+                        embedded,
+                    } => out!(
+                        "{name}: part {shard}: {part_texts} texts, {embedded} embedded now, {} cached",
+                        part_texts - embedded
+                    ),
+                    data::PartOutcome::Missing(reason) => out!("{name}: missing: {reason}"),
+                }
+            }
+        }
         Command::Prepare(a) => {
             for name in default_datasets(&a.datasets, campaign, s.have_data())? {
                 match data::open(campaign, &name, &s.data, !a.quiet)? {
@@ -124,6 +110,18 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     }
                     data::DatasetState::Missing(reason) => out!("{name}: missing: {reason}"),
                 }
+            }
+        }
+        Command::Slurm(a) => return slurm_command(s, &a),
+        Command::Status(_) => {
+            let m = s
+                .matrix
+                .as_ref()
+                .expect("status resolves the run's settings");
+            let cells = hopbench::status::cells(campaign, m)?;
+            out!("{}", hopbench::status::table(&cells));
+            if cells.iter().any(|(_, _, st)| st.pending()) {
+                return Ok(ExitCode::from(1));
             }
         }
         Command::Compare(a) => {
@@ -278,4 +276,98 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `hopbench slurm`: plan, write, and optionally submit and wait for the job chain.
+fn slurm_command(s: &Settings, a: &hopbench::cli::SlurmArgs) -> Result<ExitCode> {
+    use hopbench::slurm;
+    let m = s
+        .matrix
+        .as_ref()
+        .expect("slurm resolves the run's settings");
+    if a.wait && !a.submit {
+        anyhow::bail!("--wait needs --submit");
+    }
+    let cells = if a.only_missing {
+        let pending: Vec<(String, String)> = hopbench::status::cells(&s.campaign, m)?
+            .into_iter()
+            .filter(|(_, _, st)| st.pending())
+            .map(|(d, l, _)| (d, l))
+            .collect();
+        if pending.is_empty() {
+            out!("every cell is done: nothing to submit");
+            return Ok(ExitCode::SUCCESS);
+        }
+        Some(pending)
+    } else {
+        None
+    };
+    let absolute = |p: &std::path::Path| -> Result<std::path::PathBuf> {
+        Ok(if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            std::env::current_dir()?.join(p)
+        })
+    };
+    let plan = slurm::SlurmPlan {
+        exe: std::env::current_exe().context("cannot find the hopbench executable")?,
+        workdir: std::env::current_dir().context("cannot read the working directory")?,
+        campaign: a.common.campaign.as_deref().map(absolute).transpose()?,
+        results: absolute(&s.results)?,
+        data_dir: s.data.data_dir.as_deref().map(absolute).transpose()?,
+        model: Some(absolute(&s.data.model_dir)?),
+        datasets: m.datasets.clone(),
+        legs: m.legs.clone(),
+        cells,
+        array: a.array,
+        cpus_per_task: a.cpus_per_task,
+        partition: a.partition.clone(),
+        time: a.time.clone(),
+        mem: a.mem.clone(),
+        extra: a.extra.clone(),
+        embed: !a.no_embed,
+    };
+    if a.dry_run {
+        let scripts = slurm::scripts(&plan)?;
+        for (name, text) in [
+            ("embed.sh", scripts.embed.as_deref()),
+            ("cells.sh", Some(scripts.cells.as_str())),
+            ("collect.sh", Some(scripts.collect.as_str())),
+        ] {
+            if let Some(text) = text {
+                out!("# ---- {name}\n{}", text.trim_end());
+            }
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let paths = slurm::write_scripts(&plan, &plan.slurm_dir())?;
+    for p in &paths {
+        out!("wrote {}", p.display());
+    }
+    if !a.submit {
+        return Ok(ExitCode::SUCCESS);
+    }
+    let bins = slurm::SlurmBins::default();
+    let jobs = slurm::submit(&paths, &bins)?;
+    out!(
+        "submitted: embed {}, cells {}, collect {}",
+        jobs.embed.as_deref().unwrap_or("-"),
+        jobs.cells,
+        jobs.collect
+    );
+    if !a.wait {
+        return Ok(ExitCode::SUCCESS);
+    }
+    let outcome = slurm::wait_for_collect(
+        &bins,
+        &jobs,
+        &plan.status_file(),
+        &slurm::WaitOptions::default(),
+    )?;
+    out!("{outcome}");
+    Ok(if outcome.ok() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }

@@ -10,7 +10,6 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use hopbench_datasets::export::Export;
 use hopbench_legs::{Leg, LegError, QueryInput};
-use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
 
 use crate::campaign::Campaign;
@@ -40,16 +39,34 @@ pub fn run(campaign: &Campaign, s: &MatrixSettings) -> Result<Vec<(CellSummary, 
         .context("cannot start the thread pool")?;
     let contract = Contract::current();
     let mut out = Vec::new();
-    for dataset in &s.datasets {
+    let mine = planned_cells(s);
+    let mut datasets: Vec<&str> = mine.iter().map(|(d, _)| d.as_str()).collect();
+    datasets.dedup();
+    if let Some(shard) = s.shard {
+        eprintln!("part {shard}: {} cells of the plan", mine.len());
+    }
+    for dataset in datasets {
+        let legs: Vec<&str> = mine
+            .iter()
+            .filter(|(d, _)| d == dataset)
+            .map(|(_, l)| l.as_str())
+            .collect();
         let state = data::open(campaign, dataset, &s.data, s.progress)?;
         if let DatasetState::Ready(export) = &state {
             let n = query_indices(export, s.limit).len();
+            let no_gold = queries_without_gold(export);
+            let with_gold = export.queries.len() - no_gold;
             eprintln!(
-                "{dataset}: {} chunks, {} queries evaluated{}",
+                "{dataset}: {} chunks, {} queries evaluated{}{}",
                 export.chunks.len(),
                 n,
-                if n < export.queries.len() {
-                    format!(" (of {}, --limit)", export.queries.len())
+                if n < with_gold {
+                    format!(" (of {with_gold}, --limit)")
+                } else {
+                    String::new()
+                },
+                if no_gold > 0 {
+                    format!("; {no_gold} queries without gold not evaluated")
                 } else {
                     String::new()
                 }
@@ -60,9 +77,21 @@ pub fn run(campaign: &Campaign, s: &MatrixSettings) -> Result<Vec<(CellSummary, 
                 &qrels,
             )?;
         }
-        for leg in &s.legs {
-            let (cell, built) = run_cell(campaign, s, &contract, &pool, dataset, leg, &state)
-                .with_context(|| format!("cell {dataset} x {leg}"))?;
+        for leg in legs {
+            let failed = summary::CellPaths::new(&s.results, dataset, leg).failed;
+            let (cell, built) = match run_cell(campaign, s, &contract, &pool, dataset, leg, &state)
+                .with_context(|| format!("cell {dataset} x {leg}"))
+            {
+                Ok(x) => {
+                    let _ = std::fs::remove_file(&failed);
+                    x
+                }
+                Err(e) => {
+                    // `hopbench status` reports it, so a partial array can be resubmitted
+                    let _ = crate::fsx::write_atomic(&failed, format!("{e:#}\n").as_bytes());
+                    return Err(e);
+                }
+            };
             if let (DatasetState::Ready(export), Status::Ok) = (&state, cell.0.status) {
                 if !s.no_curves {
                     run_curve(campaign, s, &pool, dataset, leg, export, &cell.0.key, built)
@@ -74,17 +103,56 @@ pub fn run(campaign: &Campaign, s: &MatrixSettings) -> Result<Vec<(CellSummary, 
     }
     let table = report::matrix_table(&out.iter().map(|(c, _)| c.clone()).collect::<Vec<_>>());
     out!("{table}");
-    let all = report::collect_summaries(&s.results)?;
-    crate::fsx::write_atomic(
-        &s.results.join("matrix.md"),
-        report::matrix_markdown(&all).as_bytes(),
-    )?;
+    // a part writes only its own cells: the whole matrix is the unsharded run's to write
+    if s.shard.is_none() {
+        let all = report::collect_summaries(&s.results)?;
+        crate::fsx::write_atomic(
+            &s.results.join("matrix.md"),
+            report::matrix_markdown(&all).as_bytes(),
+        )?;
+    }
     Ok(out)
 }
 
-/// Indices of the evaluated queries (the first `limit`, in dataset order).
+/// The cells this invocation runs, in plan order: `--cells` (those of the selected datasets
+/// and legs, in the order given) or every selected dataset x leg, then this part's share of
+/// them under `--shard` ([`crate::shard::Shard::owns_cell`] over plan positions).
+pub fn planned_cells(s: &MatrixSettings) -> Vec<(String, String)> {
+    let plan: Vec<(String, String)> = match &s.cells {
+        Some(cells) => cells
+            .iter()
+            .filter(|(d, l)| s.datasets.contains(d) && s.legs.contains(l))
+            .cloned()
+            .collect(),
+        None => s
+            .datasets
+            .iter()
+            .flat_map(|d| s.legs.iter().map(move |l| (d.clone(), l.clone())))
+            .collect(),
+    };
+    plan.into_iter()
+        .enumerate()
+        .filter(|(p, _)| s.shard.is_none_or(|sh| sh.owns_cell(*p)))
+        .map(|(_, c)| c)
+        .collect()
+}
+
+/// Indices of the evaluated queries: those with gold, the first `limit` of them, in dataset
+/// order. This is the one rule for every format: a query without gold has nothing to find, so
+/// every metric would be 0 (or undefined) whatever the leg did, and a mean over it would only
+/// measure how many such queries the dataset has. trec_eval agrees: such a query has no line in
+/// the qrels file, and trec_eval evaluates only queries the qrels judge. The summary counts
+/// them as `queries_without_gold`.
 pub fn query_indices(export: &Export, limit: Option<usize>) -> Vec<usize> {
-    (0..export.queries.len().min(limit.unwrap_or(usize::MAX))).collect()
+    (0..export.queries.len())
+        .filter(|&q| !export.queries[q].gold.is_empty())
+        .take(limit.unwrap_or(usize::MAX))
+        .collect()
+}
+
+/// How many of the export's queries have no gold (and so are never evaluated).
+pub fn queries_without_gold(export: &Export) -> usize {
+    export.queries.iter().filter(|q| q.gold.is_empty()).count()
 }
 
 fn query_set_hash(export: &Export, idx: &[usize]) -> String {
@@ -102,6 +170,33 @@ fn query_set_hash(export: &Export, idx: &[usize]) -> String {
         })
         .collect();
     cache::key_of(&ident)
+}
+
+/// Everything cell (`export`'s dataset, `leg_name`) depends on, and its key (the blake3 of it).
+pub fn cell_inputs(
+    campaign: &Campaign,
+    s: &MatrixSettings,
+    contract: &Contract,
+    leg_name: &str,
+    export: Option<&Export>,
+) -> (CellInputs, String) {
+    let idx = export.map(|e| query_indices(e, s.limit));
+    let inputs = CellInputs {
+        export: export.map(|e| e.manifest.content_hash()),
+        model_id: export.map(|e| e.manifest.model_id.clone()),
+        leg_config: serde_json::to_value(&campaign.legs[leg_name]).expect("leg spec serialises"),
+        query_set: export
+            .zip(idx.as_deref())
+            .map(|(e, i)| query_set_hash(e, i)),
+        limit: s.limit,
+        recall_k: campaign.recall_k.clone(),
+        breakdown_labels: campaign.breakdown_labels.clone(),
+        ci: campaign.stats.clone(),
+        code_version: cache::code_version().to_string(),
+        contract: contract.clone(),
+    };
+    let key = cache::key_of(&inputs);
+    (inputs, key)
 }
 
 /// A cell's summary and outcome, plus the leg when this call built it (the budget curve reuses
@@ -124,19 +219,7 @@ fn run_cell(
         DatasetState::Ready(e) => (Some(e.clone()), query_indices(e, s.limit)),
         DatasetState::Missing(_) => (None, Vec::new()),
     };
-    let inputs = CellInputs {
-        export: export.as_ref().map(|e| e.manifest.content_hash()),
-        model_id: export.as_ref().map(|e| e.manifest.model_id.clone()),
-        leg_config: serde_json::to_value(spec).expect("leg spec serialises"),
-        query_set: export.as_ref().map(|e| query_set_hash(e, &idx)),
-        limit: s.limit,
-        recall_k: campaign.recall_k.clone(),
-        breakdown_labels: campaign.breakdown_labels.clone(),
-        ci: campaign.stats.clone(),
-        code_version: cache::code_version().to_string(),
-        contract: contract.clone(),
-    };
-    let key = cache::key_of(&inputs);
+    let (inputs, key) = cell_inputs(campaign, s, contract, leg_name, export.as_deref());
 
     let export = match state {
         DatasetState::Missing(reason) => {
@@ -153,10 +236,30 @@ fn run_cell(
         }
         DatasetState::Ready(e) => e.clone(),
     };
+    let no_gold = queries_without_gold(&export);
+    if idx.is_empty() {
+        let mut cell = CellSummary::without_numbers(
+            dataset,
+            leg_name,
+            Status::Empty,
+            format!(
+                "no query to evaluate: none of the dataset's {} queries has gold",
+                export.queries.len()
+            ),
+            key,
+            inputs,
+        );
+        cell.queries_without_gold = no_gold;
+        summary::write_summary(&paths.summary, &cell)?;
+        return Ok(((cell, CellOutcome::Computed), None));
+    }
 
-    if !s.force {
-        if let Ok(prev) = summary::read_summary(&paths.summary) {
-            if prev.key == key && prev.status != Status::Error {
+    if !s.force && paths.summary.exists() {
+        match summary::read_summary(&paths.summary) {
+            Err(e) => eprintln!(
+                "warning: {dataset} x {leg_name}: cached cell not trusted ({e:#}); recomputing"
+            ),
+            Ok(prev) if prev.key == key && prev.status != Status::Error => {
                 let names = evaluate::metric_names(&campaign.recall_k);
                 match summary::verify_cell(&prev, &paths, &names) {
                     Ok(()) => {
@@ -173,6 +276,7 @@ fn run_cell(
                     ),
                 }
             }
+            Ok(_) => {}
         }
     }
 
@@ -194,10 +298,11 @@ fn run_cell(
     };
 
     let names = evaluate::metric_names(&campaign.recall_k);
-    let bar = progress_bar(
+    let bar = crate::progress::Progress::new(
         s.progress,
-        idx.len() as u64,
         &format!("{dataset} x {leg_name}"),
+        "queries",
+        idx.len() as u64,
     );
     let started = Instant::now();
     let results: Vec<Result<QueryResult, String>> = pool.install(|| {
@@ -244,7 +349,7 @@ fn run_cell(
             .collect()
     });
     let wall_ms = started.elapsed().as_secs_f64() * 1e3;
-    bar.finish_and_clear();
+    bar.finish();
     let results: Vec<QueryResult> = match results.into_iter().collect() {
         Ok(r) => r,
         Err(reason) => {
@@ -271,6 +376,7 @@ fn run_cell(
     };
     let mut cell =
         CellSummary::from_results(dataset, leg_name, key, inputs, &names, &results, timing);
+    cell.queries_without_gold = no_gold;
     let ids: Vec<String> = results.iter().map(|r| r.id.clone()).collect();
     let ranked: Vec<Vec<u32>> = results.iter().map(|r| r.ranked.clone()).collect();
     trec::write(
@@ -352,18 +458,4 @@ fn run_curve(
         );
     }
     Ok(())
-}
-
-fn progress_bar(show: bool, len: u64, label: &str) -> ProgressBar {
-    if !show {
-        return ProgressBar::hidden();
-    }
-    let bar = ProgressBar::new(len);
-    bar.set_style(
-        ProgressStyle::with_template("{prefix:>32} [{bar:30}] {pos}/{len} queries {elapsed}")
-            .expect("valid template")
-            .progress_chars("=> "),
-    );
-    bar.set_prefix(label.to_string());
-    bar
 }

@@ -206,7 +206,15 @@ pub fn collect(results: &Path) -> Result<Vec<(String, Vec<Curve>)>> {
         files.sort();
         let curves = files
             .iter()
-            .map(|p| crate::curve::read(p))
+            .map(|p| {
+                let rows = p.with_file_name(
+                    p.file_name()
+                        .expect("a curve file")
+                        .to_string_lossy()
+                        .replace(".curve.json", ".curve.parquet"),
+                );
+                crate::curve::read_verified(p, &rows)
+            })
             .collect::<Result<Vec<_>>>()?;
         if let Some(first) = curves.first() {
             out.push((first.dataset.clone(), curves));

@@ -40,6 +40,7 @@ pub fn matrix_table(cells: &[CellSummary]) -> String {
             Status::Ok => "ok",
             Status::MissingInputs => "missing-inputs",
             Status::Error => "error",
+            Status::Empty => "empty",
         };
         let _ = write!(
             out,

@@ -9,7 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 
 use crate::campaign::{select, Campaign, RunSection};
 use crate::contract::{self, ThreadSource};
@@ -38,6 +38,10 @@ pub struct MatrixSettings {
     pub progress: bool,
     /// Skip budget curves.
     pub no_curves: bool,
+    /// `--shard I/N`: run only this part of the cells (no `matrix.md`).
+    pub shard: Option<crate::shard::Shard>,
+    /// `--cells`: run only these (dataset, leg) cells of the selection.
+    pub cells: Option<Vec<(String, String)>>,
 }
 
 /// What the command line says, before resolution: `None` (or `false`) where a flag was not
@@ -75,6 +79,10 @@ pub struct RunFlags {
     pub quiet: bool,
     /// `--no-curves`.
     pub no_curves: bool,
+    /// `--shard I/N`.
+    pub shard: Option<crate::shard::Shard>,
+    /// `--cells D/L,...`.
+    pub cells: Option<String>,
 }
 
 /// The resolved settings of one invocation.
@@ -110,14 +118,19 @@ impl Settings {
             .or_else(|| campaign.data_dir.as_ref().map(PathBuf::from));
         if let Some(dir) = data_dir.as_deref().filter(|d| !d.is_dir()) {
             // a mistyped path would otherwise run with every real dataset `missing-inputs`
+            let from = if o.data_dir.is_some() {
+                "--data-dir or HOPBENCH_DATA".to_string()
+            } else {
+                format!("field `data_dir` of {origin}")
+            };
             anyhow::bail!(
-                "data directory {} (--data-dir, HOPBENCH_DATA or the campaign's `data_dir`) is \
-                 not a directory",
+                "data directory {} ({from}) is not a directory",
                 dir.display()
             );
         }
         if !o.allow_outside_data_dir {
-            confine_files(&campaign, data_dir.as_deref())?;
+            confine_files(&campaign, data_dir.as_deref())
+                .with_context(|| format!("{origin}: invalid campaign"))?;
         }
         campaign.results = path_text(&results);
         campaign.model = path_text(&model);
@@ -128,6 +141,7 @@ impl Settings {
             embeddings: results.join("embeddings"),
             model_dir: model,
             prepare: campaign.prepare.clone(),
+            cache_part: None,
         };
         let mut settings = Settings {
             campaign,
@@ -175,8 +189,8 @@ fn resolve_run(s: &Settings, flags: &RunFlags) -> Result<(RunSection, MatrixSett
         (None, Some(list)) => select(&list.join(","), s.campaign.legs.keys(), "leg")?,
         (None, None) => select("all", s.campaign.legs.keys(), "leg")?,
     };
-    let (threads, thread_source) =
-        contract::pinned_threads(flags.threads, pinned.threads).map_err(anyhow::Error::msg)?;
+    let (threads, thread_source) = contract::pinned_threads(flags.threads, pinned.threads)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", s.origin))?;
     let limit = flags.limit.or(pinned.limit);
     let force = flags.force || pinned.force.unwrap_or(false);
     let progress = !flags.quiet && pinned.progress.unwrap_or(true);
@@ -198,11 +212,42 @@ fn resolve_run(s: &Settings, flags: &RunFlags) -> Result<(RunSection, MatrixSett
         force,
         threads,
         thread_source,
-        data: s.data.clone(),
+        data: crate::data::DataSettings {
+            // a part embeds into its own part file of the cache
+            cache_part: flags.shard.map(|sh| format!("cells-{}", sh.label())),
+            ..s.data.clone()
+        },
         progress,
         no_curves: !curves,
+        shard: flags.shard,
+        cells: flags
+            .cells
+            .as_deref()
+            .map(|c| parse_cells(c, &s.campaign))
+            .transpose()?,
     };
     Ok((run, matrix))
+}
+
+/// `--cells D/L,D/L`: cells by dataset and leg name (as under `cells/`), each of the campaign.
+pub fn parse_cells(text: &str, campaign: &Campaign) -> Result<Vec<(String, String)>> {
+    let mut out = Vec::new();
+    for item in text.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+        let (d, l) = item
+            .split_once('/')
+            .ok_or_else(|| anyhow::anyhow!("--cells: `{item}`: expected DATASET/LEG"))?;
+        if !campaign.datasets.contains_key(d) {
+            anyhow::bail!("--cells: `{item}`: no dataset `{d}` in the campaign");
+        }
+        if !campaign.legs.contains_key(l) {
+            anyhow::bail!("--cells: `{item}`: no leg `{l}` in the campaign");
+        }
+        out.push((d.to_string(), l.to_string()));
+    }
+    if out.is_empty() {
+        anyhow::bail!("--cells: no cell named");
+    }
+    Ok(out)
 }
 
 /// `all` without a data directory means the datasets that need no files (the embedded default):

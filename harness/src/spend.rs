@@ -100,9 +100,15 @@ pub fn compare(
     b: &str,
     cfg: &StatsConfig,
 ) -> Result<SpendComparison> {
+    if cfg.ci == crate::campaign::CiMode::Off {
+        bail!("compare-spend reports paired CIs, and the campaign sets `stats.ci: off`");
+    }
     let (ja, pa) = curve::paths(results, dataset, a);
     let (jb, pb) = curve::paths(results, dataset, b);
-    let (ca, cb) = (curve::read(&ja)?, curve::read(&jb)?);
+    let (ca, cb) = (
+        curve::read_verified(&ja, &pa)?,
+        curve::read_verified(&jb, &pb)?,
+    );
     let (ids_a, per_a) = curve::read_rows(&pa)?;
     let (ids_b, per_b) = curve::read_rows(&pb)?;
     if ids_a != ids_b {

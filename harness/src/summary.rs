@@ -17,10 +17,9 @@ use crate::contract::{Contract, ThreadSource};
 use crate::evaluate::QueryResult;
 use crate::fsx;
 use crate::metrics;
-use crate::stats;
 
 /// Version of the summary schema.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// Whether the cell has numbers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -33,6 +32,8 @@ pub enum Status {
     MissingInputs,
     /// The cell failed; `reason` says why.
     Error,
+    /// Nothing to measure: no evaluated query has gold. No numbers, never zeros.
+    Empty,
 }
 
 /// Everything the cell's numbers depend on; its blake3 is the cell key.
@@ -227,6 +228,9 @@ pub struct CellSummary {
     pub inputs: CellInputs,
     /// Queries evaluated.
     pub queries: usize,
+    /// The dataset's queries that have no gold and so are not evaluated (see
+    /// [`crate::matrix::query_indices`]); they are not in `queries`.
+    pub queries_without_gold: usize,
     /// Mean of each metric (`null`: undefined on every query, e.g. no published chain).
     pub metrics: BTreeMap<String, Option<f64>>,
     /// Percentile-bootstrap 95% CI of each mean (fixed seed).
@@ -269,6 +273,7 @@ impl CellSummary {
             key,
             inputs,
             queries: 0,
+            queries_without_gold: 0,
             metrics: BTreeMap::new(),
             metrics_ci95: BTreeMap::new(),
             metrics_defined: BTreeMap::new(),
@@ -307,8 +312,8 @@ impl CellSummary {
             s.metrics_defined.insert(name.clone(), m.defined);
             let values: Vec<f64> = per_query().flatten().collect();
             let ci = &s.inputs.ci;
-            if let Ok(c) = stats::bootstrap_mean_ci(&values, ci.resamples, 0.95, ci.seed) {
-                s.metrics_ci95.insert(name.clone(), [c.lo, c.hi]);
+            if let Some(c) = ci.mean_ci(&values) {
+                s.metrics_ci95.insert(name.clone(), c);
             }
         }
         let n = results.len().max(1) as f64;
@@ -348,6 +353,9 @@ pub struct CellPaths {
     pub records: PathBuf,
     /// `<results>/runs/<dataset>/<leg>.trec`
     pub run: PathBuf,
+    /// `<results>/cells/<dataset>/<leg>.failed.txt`: the error of the last attempt that
+    /// failed, removed when the cell is next computed.
+    pub failed: PathBuf,
 }
 
 impl CellPaths {
@@ -357,6 +365,7 @@ impl CellPaths {
         CellPaths {
             summary: cells.join(format!("{leg}.summary.json")),
             records: cells.join(format!("{leg}.queries.parquet")),
+            failed: cells.join(format!("{leg}.failed.txt")),
             run: results
                 .join("runs")
                 .join(dataset)

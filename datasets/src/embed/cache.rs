@@ -18,8 +18,9 @@
 //! is trusted unverified: a record that fails its check is dropped (its text is embedded again
 //! when next needed), a partial record at the end (a write cut short) is dropped, and a
 //! version-1 file (no checks) is ignored whole; [`EmbeddingCache::repairs`] says what was
-//! dropped, and the next save rewrites the file without it. A header that does not parse, or
-//! one of another model or dimension, is an error naming the file.
+//! dropped, and the next save rewrites the file without it. A header that does not check out
+//! (damaged, another version, model or dimension) makes the whole file ignored the same way;
+//! so is a repeated text hash (the first record is kept).
 //!
 //! New vectors are appended to a verified file (a reader sees whole records and at most one
 //! partial record at the end, which it drops); a new or repaired file is written whole to a
@@ -59,8 +60,14 @@ pub struct EmbeddingCache {
     index: HashMap<[u8; HASH_LEN], usize>,
     hashes: Vec<[u8; HASH_LEN]>,
     data: Vec<f32>,
-    /// Records `..persisted` are on disk.
+    /// Records `..base` were read from other processes' files (read-only here).
+    base: usize,
+    /// Records `..persisted` are on disk (`base..persisted` in this cache's own file).
     persisted: usize,
+    /// Part files to remove once the main file holds their records (see [`open_part`]).
+    ///
+    /// [`open_part`]: EmbeddingCache::open_part
+    merged_parts: Vec<PathBuf>,
     /// What opening the file dropped (records that failed their check, a partial tail, an old
     /// format), if anything.
     repairs: Option<String>,
@@ -95,7 +102,31 @@ impl EmbeddingCache {
     /// cache is first saved. A cache file of another dimension or model id, or a corrupt one, is
     /// an error naming the file.
     pub fn open(dir: &Path, model_id: &str, dim: usize) -> Result<EmbeddingCache> {
-        let path = dir.join(file_name_for(model_id));
+        EmbeddingCache::open_part(dir, model_id, dim, None)
+    }
+
+    /// Opens the cache of `model_id` in `dir` for a writer that saves to its own part file
+    /// (`<model>.part-<label>.vecs`), or to the main file (`<model>.vecs`) when `part` is
+    /// `None`. Every file of the model is read (the others read-only), so a vector any writer
+    /// saved is found; since a vector is a pure function of its text, records of one text in
+    /// two files are the same record and the second is skipped. Parts let several processes (the
+    /// tasks of a Slurm array) embed into one cache at once without sharing a file; a main
+    /// writer that finds parts writes their records into the main file at its next save and
+    /// removes them, which is safe because a main writer holds the results directory alone.
+    pub fn open_part(
+        dir: &Path,
+        model_id: &str,
+        dim: usize,
+        part: Option<&str>,
+    ) -> Result<EmbeddingCache> {
+        let main = dir.join(file_name_for(model_id));
+        let stem = file_name_for(model_id)
+            .trim_end_matches(".vecs")
+            .to_string();
+        let path = match part {
+            None => main.clone(),
+            Some(label) => dir.join(format!("{stem}.part-{label}.vecs")),
+        };
         let mut cache = EmbeddingCache {
             path: path.clone(),
             model_id: model_id.to_string(),
@@ -103,7 +134,9 @@ impl EmbeddingCache {
             index: HashMap::new(),
             hashes: Vec::new(),
             data: Vec::new(),
+            base: 0,
             persisted: 0,
+            merged_parts: Vec::new(),
             repairs: None,
         };
         if dim == 0 {
@@ -112,55 +145,101 @@ impl EmbeddingCache {
                 message: "embedding cache: dimension 0".into(),
             });
         }
-        let bytes = match std::fs::read(&path) {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(cache),
-            Err(e) => return Err(Error::io(&path, e)),
+        let mut others: Vec<PathBuf> = match std::fs::read_dir(dir) {
+            Ok(entries) => entries
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| {
+                    p.file_name().is_some_and(|n| {
+                        let n = n.to_string_lossy();
+                        n.starts_with(&format!("{stem}.part-")) && n.ends_with(".vecs")
+                    })
+                })
+                .collect(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => return Err(Error::io(dir, e)),
         };
-        cache.parse(&bytes)?;
+        if part.is_some() {
+            others.push(main);
+        }
+        others.retain(|p| *p != path);
+        others.sort();
+        for other in &others {
+            match std::fs::read(other) {
+                Ok(bytes) => cache.parse(other, &bytes, false)?,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(Error::io(other, e)),
+            }
+        }
+        cache.base = cache.hashes.len();
+        cache.persisted = cache.base;
+        if part.is_none() {
+            // the main file takes the parts' records in at its next save
+            cache.merged_parts = others;
+            cache.base = 0;
+        }
+        match std::fs::read(&path) {
+            Ok(bytes) => cache.parse(&path.clone(), &bytes, true)?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(Error::io(&path, e)),
+        }
+        if !cache.merged_parts.is_empty() {
+            cache.persisted = 0;
+        }
         Ok(cache)
     }
 
-    fn parse(&mut self, bytes: &[u8]) -> Result<()> {
-        let bad = |msg: String| Error::malformed(&self.path, "embedding cache", msg);
+    /// Reads the records of one file (`own`: this cache's own file, else another writer's).
+    fn parse(&mut self, file: &Path, bytes: &[u8], own: bool) -> Result<()> {
         let u32_at = |at: usize| -> Option<u32> {
             bytes
                 .get(at..at + 4)
                 .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
         };
-        if bytes.len() < 20 || &bytes[..8] != MAGIC {
-            return Err(bad(
-                "not a hopbench embedding cache (bad magic or header)".into()
-            ));
-        }
-        let version = u32_at(8).unwrap_or(0);
-        if version == 1 {
-            self.repairs = Some(format!(
-                "{}: version 1 (records without checks): ignored, its vectors are embedded again",
-                self.path.display()
-            ));
-            return Ok(());
-        }
-        if version != VERSION {
-            return Err(bad(format!(
-                "version {version}, this build reads version {VERSION}"
-            )));
-        }
-        let dim = u32_at(12).unwrap_or(0) as usize;
-        if dim != self.dim {
-            return Err(bad(format!("dimension {dim}, expected {}", self.dim)));
-        }
-        let id_len = u32_at(16).unwrap_or(0) as usize;
-        let id = bytes
-            .get(20..20 + id_len)
-            .ok_or_else(|| bad("truncated header".into()))?;
-        if id != self.model_id.as_bytes() {
-            return Err(bad(format!(
-                "holds vectors of model `{}`, expected `{}`",
-                String::from_utf8_lossy(id),
-                self.model_id
-            )));
-        }
+        // The cache is only a cache: a header that does not check out (damaged, another
+        // version, another model or dimension under this file name) makes the whole file
+        // ignored with a warning, and its texts embedded again; the next save rewrites it.
+        let header = || -> std::result::Result<usize, String> {
+            if bytes.len() < 20 || &bytes[..8] != MAGIC {
+                return Err("not a hopbench embedding cache (bad magic or header)".into());
+            }
+            let version = u32_at(8).unwrap_or(0);
+            if version == 1 {
+                return Err("version 1 (records without checks)".into());
+            }
+            if version != VERSION {
+                return Err(format!(
+                    "version {version}, this build reads version {VERSION}"
+                ));
+            }
+            let dim = u32_at(12).unwrap_or(0) as usize;
+            if dim != self.dim {
+                return Err(format!("dimension {dim}, expected {}", self.dim));
+            }
+            let id_len = u32_at(16).unwrap_or(0) as usize;
+            let id = bytes
+                .get(20..20usize.saturating_add(id_len))
+                .ok_or_else(|| "truncated header".to_string())?;
+            if id != self.model_id.as_bytes() {
+                return Err(format!(
+                    "holds vectors of model `{}`, expected `{}`",
+                    String::from_utf8_lossy(id),
+                    self.model_id
+                ));
+            }
+            Ok(id_len)
+        };
+        let id_len = match header() {
+            Ok(n) => n,
+            Err(why) => {
+                self.note_repair(format!(
+                    "{}: {why}: ignored, its vectors are embedded again",
+                    file.display()
+                ));
+                return Ok(());
+            }
+        };
+        let dim = self.dim;
         let body = &bytes[20 + id_len..];
         let record = HASH_LEN + 4 * dim + CHECK_LEN;
         let n = body.len() / record;
@@ -168,6 +247,7 @@ impl EmbeddingCache {
         self.hashes.reserve(n);
         self.data.reserve(n * dim);
         let mut failed = 0usize;
+        let start = self.hashes.len();
         for rec in body.chunks_exact(record) {
             let mut h = [0u8; HASH_LEN];
             h.copy_from_slice(&rec[..HASH_LEN]);
@@ -176,12 +256,19 @@ impl EmbeddingCache {
                 failed += 1;
                 continue;
             }
-            if self.index.insert(h, self.hashes.len()).is_some() {
-                return Err(bad(format!(
-                    "record {} repeats a text hash",
-                    self.hashes.len()
-                )));
+            if let Some(&first) = self.index.get(&h) {
+                // one text in two files is one record (a vector is a pure function of its
+                // text); twice in one file, or with other bits, the repeat is damage
+                let same = self.data[first * dim..(first + 1) * dim]
+                    .iter()
+                    .zip(vector.chunks_exact(4))
+                    .all(|(a, b)| a.to_le_bytes() == [b[0], b[1], b[2], b[3]]);
+                if !same || first >= start {
+                    failed += 1;
+                }
+                continue;
             }
+            self.index.insert(h, self.hashes.len());
             self.hashes.push(h);
             self.data.extend(
                 vector
@@ -198,18 +285,29 @@ impl EmbeddingCache {
                 "a partial record at the end ({leftover} bytes: truncated)"
             ));
         }
-        if dropped.is_empty() {
-            self.persisted = self.hashes.len();
-        } else {
-            self.repairs = Some(format!(
+        if !dropped.is_empty() {
+            self.note_repair(format!(
                 "{}: dropped {}; those texts are embedded again",
-                self.path.display(),
+                file.display(),
                 dropped.join(" and ")
             ));
-            // the file on disk still holds what was dropped: the next save rewrites it
-            self.persisted = 0;
+        }
+        if own {
+            // a damaged own file is rewritten at the next save; another's is left as it is
+            self.persisted = if dropped.is_empty() {
+                self.hashes.len()
+            } else {
+                self.base
+            };
         }
         Ok(())
+    }
+
+    fn note_repair(&mut self, what: String) {
+        self.repairs = Some(match self.repairs.take() {
+            Some(before) => format!("{before}; {what}"),
+            None => what,
+        });
     }
 
     /// The cached vector of `text`, if any.
@@ -254,10 +352,13 @@ impl EmbeddingCache {
     /// the next open drops, never a wrong vector); otherwise the whole file is written to a
     /// temporary file in the same directory and renamed over the old one.
     pub fn save(&mut self) -> Result<()> {
-        if self.persisted == self.hashes.len() && (self.persisted > 0 || self.path.exists()) {
+        if self.persisted == self.hashes.len()
+            && self.merged_parts.is_empty()
+            && (self.persisted > 0 || self.path.exists())
+        {
             return Ok(());
         }
-        if self.persisted > 0 && self.path.is_file() {
+        if self.persisted > self.base && self.path.is_file() && self.merged_parts.is_empty() {
             let append = || -> std::io::Result<()> {
                 let file = std::fs::OpenOptions::new().append(true).open(&self.path)?;
                 let mut w = BufWriter::with_capacity(1 << 20, file);
@@ -287,7 +388,7 @@ impl EmbeddingCache {
             w.write_all(&(self.dim as u32).to_le_bytes())?;
             w.write_all(&(self.model_id.len() as u32).to_le_bytes())?;
             w.write_all(self.model_id.as_bytes())?;
-            self.write_records(&mut w, 0)?;
+            self.write_records(&mut w, self.base)?;
             let file = w.into_inner().map_err(|e| e.into_error())?;
             file.sync_all()?;
             Ok(())
@@ -301,6 +402,10 @@ impl EmbeddingCache {
             return Err(Error::io(&self.path, e));
         }
         self.persisted = self.hashes.len();
+        // the main file now holds every part's records
+        for part in std::mem::take(&mut self.merged_parts) {
+            std::fs::remove_file(&part).map_err(|e| Error::io(&part, e))?;
+        }
         Ok(())
     }
 

@@ -266,9 +266,13 @@ impl Embedder {
 
     /// Token ids and type ids of each text (truncated, with special tokens, unpadded).
     fn encode(&self, texts: &[&str]) -> Result<Vec<(Vec<u32>, Vec<u32>)>> {
+        let texts = texts
+            .iter()
+            .map(|t| self.bounded_prefix(t))
+            .collect::<Result<Vec<&str>>>()?;
         let encodings = self
             .tokenizer
-            .encode_batch(texts.to_vec(), true)
+            .encode_batch(texts, true)
             .map_err(|e| Error::Model {
                 path: self.dir.join("tokenizer.json"),
                 message: e.to_string(),
@@ -282,6 +286,49 @@ impl Embedder {
             .collect())
     }
 }
+
+impl Embedder {
+    /// The shortest prefix of `text`, cut just before a whitespace character, that the
+    /// tokenizer truncates to the same tokens as all of `text`: the whole text when it is short,
+    /// else a prefix of doubling length whose own encoding already fills
+    /// [`max_seq_length`](Self::max_seq_length). The tokenizer builds several words of
+    /// bookkeeping per token of its input before it truncates, so a 50 MB one-line passage
+    /// would otherwise take gigabytes to yield 256 tokens. Cutting before whitespace never
+    /// splits a word, so the prefix's tokens are the text's first tokens.
+    fn bounded_prefix<'t>(&self, text: &'t str) -> Result<&'t str> {
+        let mut len = PREFIX_BYTES_PER_TOKEN * self.max_seq_length;
+        while len < text.len() {
+            while !text.is_char_boundary(len) {
+                len += 1;
+            }
+            let cut = text[len..]
+                .char_indices()
+                .find(|(_, c)| c.is_whitespace())
+                .map_or(text.len(), |(i, _)| len + i);
+            if cut == text.len() {
+                break;
+            }
+            let prefix = &text[..cut];
+            let tokens = self
+                .tokenizer
+                .encode(prefix, true)
+                .map_err(|e| Error::Model {
+                    path: self.dir.join("tokenizer.json"),
+                    message: e.to_string(),
+                })?
+                .get_ids()
+                .len();
+            if tokens >= self.max_seq_length {
+                return Ok(prefix);
+            }
+            len = cut.saturating_mul(2);
+        }
+        Ok(text)
+    }
+}
+
+/// Bytes of text per token of the model's window below which a text is tokenized whole.
+const PREFIX_BYTES_PER_TOKEN: usize = 32;
 
 impl TextEmbedder for Embedder {
     fn model_id(&self) -> &str {

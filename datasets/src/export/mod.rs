@@ -329,5 +329,24 @@ pub fn prepare(
     Ok((manifest, Prepared::Written))
 }
 
+/// Runs the build of `raw` for its calls to `embed` only, and writes nothing: a sharded
+/// prepare passes an `embed` that embeds its part of each call's texts into the cache and
+/// returns placeholders. Returns `false`, without calling `raw`, when `dir` already holds the
+/// export (its vectors are in it: nothing to embed).
+pub fn embed_only(
+    source: &Source,
+    raw: impl FnOnce() -> Result<RawDataset>,
+    config: &PrepareConfig,
+    embed: &mut EmbedFn<'_>,
+    dir: &Path,
+) -> Result<bool> {
+    let planned = planned_manifest(source, config, &embed.model_id, embed.dim)?;
+    if identity::reusable(dir, &planned.input_key) {
+        return Ok(false);
+    }
+    build::build(source, raw()?, config, embed)?;
+    Ok(true)
+}
+
 #[cfg(test)]
 mod tests;

@@ -51,6 +51,7 @@ pub fn read(corpus: &Path, queries: &Path, qrels: &Path) -> Result<RawDataset> {
             },
         )?;
     }
+    builder.require_some(corpus)?;
     let mut all: Vec<Question> = Vec::new();
     let mut seen = SeenIds::default();
     for record in read_records(queries)? {
@@ -58,7 +59,7 @@ pub fn read(corpus: &Path, queries: &Path, qrels: &Path) -> Result<RawDataset> {
         let id = ctx.root(&record.value).get("_id")?.id()?;
         ctx.set_id(&id);
         seen.check(&ctx, "_id", &id)?;
-        let text = ctx.root(&record.value).get("text")?.string()?;
+        let text = ctx.root(&record.value).get("text")?.question()?;
         all.push(Question::new(id, text, Vec::new()));
     }
     let mut judged = Judgements::new(all, queries, "query");

@@ -18,9 +18,19 @@ use serde_json::Value;
 use crate::error::{Error, Result};
 use crate::model::Passage;
 
-/// Read a whole file as UTF-8.
+/// Read a whole file as UTF-8. Invalid UTF-8 is a `Malformed` error that says where (line,
+/// column and byte offset of the first bad byte), so the user can find it in a large file.
 pub(crate) fn read_text(path: &Path) -> Result<String> {
-    std::fs::read_to_string(path).map_err(|e| Error::io(path, e))
+    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        let (line, column) = crate::error::utf8_error_position(e.as_bytes(), e.utf8_error());
+        Error::malformed(
+            path,
+            "UTF-8",
+            format!("invalid byte at line {line}, column {column} (byte offset {at})"),
+        )
+    })
 }
 
 /// Where a record sits in its file.
@@ -288,9 +298,20 @@ impl<'a> Val<'a> {
     pub fn string(&self) -> Result<String> {
         self.str().map(str::to_string)
     }
+    /// This value as a question's text: a string with something besides whitespace in it. An
+    /// empty question would be embedded and scored as if it asked something.
+    pub fn question(&self) -> Result<String> {
+        let s = self.str()?;
+        if s.trim().is_empty() {
+            return Err(self.err("empty question text (only whitespace)"));
+        }
+        Ok(s.to_string())
+    }
     /// This value as an id: a string, or an integer written as one.
     pub fn id(&self) -> Result<String> {
         match self.v {
+            // a TREC run or qrels line needs a token in the id column
+            Value::String(s) if s.is_empty() => Err(self.err("empty id")),
             Value::String(s) => Ok(s.clone()),
             Value::Number(n) if n.is_i64() || n.is_u64() => Ok(n.to_string()),
             _ => Err(self.expected("a string or integer id")),
@@ -357,9 +378,32 @@ pub(crate) struct CorpusBuilder {
     index: HashMap<String, usize>,
 }
 
+/// The error of a corpus file (or a file whose records make the corpus) that holds no passage:
+/// reported before any gold is resolved against it, so the message names the corpus, not the
+/// first question whose gold it lacks.
+pub(crate) fn no_passages(path: &Path) -> Error {
+    Error::malformed(path, "corpus", "no passages (zero records)")
+}
+
 impl CorpusBuilder {
+    /// [`no_passages`] when nothing was pushed.
+    pub fn require_some(&self, path: &Path) -> Result<()> {
+        if self.passages.is_empty() {
+            return Err(no_passages(path));
+        }
+        Ok(())
+    }
+
     /// Add a passage; a second passage with the same id is a [`Error::DuplicatePassage`] in `path`.
     pub fn push(&mut self, path: &Path, passage: Passage) -> Result<()> {
+        if passage.id.is_empty() {
+            // a TREC run line needs a token in the document column
+            return Err(Error::malformed(
+                path,
+                "corpus",
+                format!("a passage with an empty id (title {:?})", passage.title),
+            ));
+        }
         if self.index.contains_key(&passage.id) {
             return Err(Error::DuplicatePassage {
                 path: path.to_path_buf(),
@@ -399,6 +443,10 @@ pub(crate) struct SeenIds(HashMap<String, String>);
 impl SeenIds {
     /// Record `id` (held in `field` of the record `ctx`); a repeat is a field error.
     pub fn check(&mut self, ctx: &Ctx<'_>, field: &str, id: &str) -> Result<()> {
+        if id.is_empty() {
+            // a TREC run or qrels line needs a token in the id column
+            return Err(ctx.field_err(field, "empty id"));
+        }
         let here = ctx.to_string();
         if let Some(first) = self.0.get(id) {
             return Err(ctx.field_err(

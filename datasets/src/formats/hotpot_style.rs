@@ -32,7 +32,10 @@ pub(super) fn read(questions: &Path, corpus: Option<&Path>, layout: &Layout) -> 
     let records = read_records(questions)?;
     let mut builder = CorpusBuilder::default();
     match corpus {
-        Some(path) => (layout.corpus_file)(path, &mut builder)?,
+        Some(path) => {
+            (layout.corpus_file)(path, &mut builder)?;
+            builder.require_some(path)?;
+        }
         None => {
             for record in &records {
                 let ctx = record_ctx(questions, record)?;
@@ -41,6 +44,9 @@ pub(super) fn read(questions: &Path, corpus: Option<&Path>, layout: &Layout) -> 
                     layout.sentence_joiner,
                     &mut builder,
                 )?;
+            }
+            if !records.is_empty() {
+                builder.require_some(questions)?;
             }
         }
     }
@@ -51,7 +57,7 @@ pub(super) fn read(questions: &Path, corpus: Option<&Path>, layout: &Layout) -> 
         let root = ctx.root(&record.value);
         let id = root.get("_id")?.string()?;
         seen.check(&ctx, "_id", &id)?;
-        let text = root.get("question")?.string()?;
+        let text = root.get("question")?.question()?;
         let gold = supporting_titles(&root.get("supporting_facts")?, &|t| builder.contains(t))?;
         out.push((layout.finish)(&root, Question::new(id, text, gold))?);
     }

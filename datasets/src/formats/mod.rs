@@ -70,9 +70,24 @@ impl Format {
     pub fn roles(&self) -> &'static [Role] {
         self.roles
     }
-    /// Reads a dataset from its files (already checked against [`Format::roles`]).
+    /// Reads a dataset from its files (already checked against [`Format::roles`]). A dataset
+    /// with no passages or no questions is an error naming its files, whatever the format: there
+    /// is nothing to retrieve from, or nothing to measure, and a cell of zero queries would
+    /// otherwise look like a result.
     pub fn read(&self, files: &Files) -> Result<RawDataset> {
-        (self.read)(files)
+        let raw = (self.read)(files)?;
+        let empty = |what: &str| crate::Error::Malformed {
+            path: files.paths().join(", ").into(),
+            what: "dataset".into(),
+            message: format!("no {what}"),
+        };
+        if raw.passages.is_empty() {
+            return Err(empty("passages"));
+        }
+        if raw.questions.is_empty() {
+            return Err(empty("questions"));
+        }
+        Ok(raw)
     }
 }
 

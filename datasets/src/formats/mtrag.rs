@@ -51,7 +51,11 @@ pub fn read(reference: &Path, qrels: &[impl AsRef<Path>]) -> Result<RawDataset> 
     let mut builder = CorpusBuilder::default();
     let mut tasks: Vec<Question> = Vec::new();
     let mut seen = SeenIds::default();
-    for record in read_records(reference)? {
+    let records = read_records(reference)?;
+    if records.is_empty() {
+        return Err(crate::Error::malformed(reference, "reference", "no tasks (zero records)"));
+    }
+    for record in records {
         let mut ctx = Ctx::new(reference, record.loc);
         let id = ctx.root(&record.value).get("task_id")?.string()?;
         ctx.set_id(&id);
@@ -75,18 +79,21 @@ pub fn read(reference: &Path, qrels: &[impl AsRef<Path>]) -> Result<RawDataset> 
         }
         let input = root.get("input")?;
         let mut turns = Vec::new();
+        let mut last_user = None;
         for t in input.items()? {
+            let text = t.get("text")?;
+            let speaker = t.get("speaker")?.string()?;
+            if speaker == "user" {
+                last_user = Some(text.clone());
+            }
             turns.push(Turn {
-                speaker: t.get("speaker")?.string()?,
-                text: t.get("text")?.string()?,
+                speaker,
+                text: text.string()?,
             });
         }
-        let text = turns
-            .iter()
-            .rev()
-            .find(|t| t.speaker == "user")
-            .map(|t| t.text.clone())
-            .ok_or_else(|| input.err("no user turn"))?;
+        let text = last_user
+            .ok_or_else(|| input.err("no user turn"))?
+            .question()?;
         let mut labels = BTreeMap::new();
         for (key, label) in [
             ("Multi-Turn", "multi_turn"),
@@ -111,6 +118,7 @@ pub fn read(reference: &Path, qrels: &[impl AsRef<Path>]) -> Result<RawDataset> 
         q.labels = labels;
         tasks.push(q);
     }
+    builder.require_some(reference)?;
     let mut judged = Judgements::new(tasks, reference, "task");
     for path in qrels {
         judged.read(path.as_ref(), |id| builder.contains(id))?;

@@ -117,6 +117,9 @@ struct Pool {
 impl Pool {
     fn from_file(path: &Path) -> Result<Self> {
         let records = read_records(path)?;
+        if records.is_empty() {
+            return Err(super::common::no_passages(path));
+        }
         let id = padded_ids(records.len());
         let mut pool = Pool {
             fixed: true,
@@ -176,7 +179,7 @@ fn parse_question(
     seen.check(ctx, "id", &id)?;
     let ctx = &*ctx;
     let root = ctx.root(value);
-    let text = root.get("question")?.string()?;
+    let text = root.get("question")?.question()?;
 
     // paragraphs: idx -> (resolved passage, title)
     let mut by_idx: HashMap<usize, (Option<usize>, String)> = HashMap::new();
@@ -205,7 +208,7 @@ fn parse_question(
 
     let mut hops = Vec::new();
     for h in root.get("question_decomposition")?.items()? {
-        let question = h.get("question")?.string()?;
+        let question = h.get("question")?.question()?;
         let answer = h.get("answer")?.string()?;
         let mut slot = Vec::new();
         if let Some(support) = h.opt("paragraph_support_idx")? {

@@ -180,6 +180,15 @@ impl Files {
         self.by_role.get(name).map(|p| p[0].as_path())
     }
 
+    /// Every file given, role by role (for messages about the dataset as a whole).
+    pub fn paths(&self) -> Vec<String> {
+        self.by_role
+            .values()
+            .flatten()
+            .map(|p| p.display().to_string())
+            .collect()
+    }
+
     /// The files of the list role `name`, in the order given (empty when optional and absent).
     pub fn list(&self, name: &str) -> &[PathBuf] {
         self.declared(name, true);

@@ -5,8 +5,12 @@
 #[macro_use]
 mod util;
 
+mod bad_input;
 mod conversations;
 mod curves;
 mod matrix;
+mod reliability;
 mod settings;
+mod shard;
+mod slurm;
 mod snapshots;

@@ -387,7 +387,7 @@ fn missing_inputs_are_not_counted_as_cached_and_disjoint_runs_do_not_compare() {
 /// once with `--no-wait`.
 #[test]
 fn writers_of_one_results_directory_take_turns() {
-    use std::process::{Command, Stdio};
+    use std::process::Stdio;
     let env = Env::new();
     let args = [
         "run-matrix",
@@ -402,14 +402,9 @@ fn writers_of_one_results_directory_take_turns() {
         "--results",
     ];
     let spawn = |results: &str, extra: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_hopbench"))
-            .args(args)
+        env.command(&args)
             .arg(results)
             .args(extra)
-            .current_dir(env.path())
-            .env_remove("HOPBENCH_DATA")
-            .env_remove("HOPBENCH_MODEL_DIR")
-            .env_remove("RAYON_NUM_THREADS")
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()

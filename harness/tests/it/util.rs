@@ -43,17 +43,21 @@ impl Env {
         self.path().join(name)
     }
 
-    /// Runs `hopbench args...` in the temp dir, without inheriting HOPBENCH_* variables.
-    pub fn run(&self, args: &[&str]) -> Output {
-        let out = Command::new(env!("CARGO_BIN_EXE_hopbench"))
-            .args(args)
+    /// `hopbench args...` to run in the temp dir, without inheriting HOPBENCH_* variables (or
+    /// to spawn, for tests of processes running at once).
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_hopbench"));
+        c.args(args)
             .current_dir(self.path())
             .env_remove("HOPBENCH_DATA")
             .env_remove("HOPBENCH_MODEL_DIR")
-            .env_remove("RAYON_NUM_THREADS")
-            .output()
-            .expect("run hopbench");
-        out
+            .env_remove("RAYON_NUM_THREADS");
+        c
+    }
+
+    /// Runs `hopbench args...` in the temp dir, without inheriting HOPBENCH_* variables.
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.command(args).output().expect("run hopbench")
     }
 
     /// The stdout of a successful `hopbench args...` (stderr only in the failure message).

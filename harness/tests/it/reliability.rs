@@ -1,0 +1,424 @@
+//! What hopbench does when what it reads back from disk is damaged, or when it is killed: every
+//! kind of file it reads back is flipped or truncated, and each damage must be detected (a
+//! warning naming the file) and recovered from with the same numbers; a run killed with SIGKILL
+//! at several points must resume to the bytes of a run that was never killed.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use crate::util::{deterministic, Env};
+
+/// One selecting leg (so there is a budget curve to damage) and one that is not.
+const CAMPAIGN: &str = r#"
+model: model
+budgets: [500, 2000]
+stats: {resamples: 200, permutations: 200, seed: 3}
+datasets:
+  synthetic: {format: synthetic}
+legs:
+  bm25: {kind: bm25}
+  dense: {kind: dense}
+  packer: {kind: packer, budget: 2000}
+"#;
+
+const LEGS: [&str; 3] = ["bm25", "dense", "packer"];
+
+fn env() -> Env {
+    let env = Env::new();
+    std::fs::write(env.path().join("campaign.yaml"), CAMPAIGN).unwrap();
+    env
+}
+
+fn run_args(results: &str) -> Vec<String> {
+    [
+        "run-matrix",
+        "--threads",
+        "2",
+        "--quiet",
+        "--results",
+        results,
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
+/// Everything a run writes that must not depend on how it got there: summaries and curves
+/// without timing, run files and qrels byte for byte, curve rows byte for byte.
+fn fingerprint(env: &Env, results: &str) -> Vec<(String, String)> {
+    let root = env.results(results);
+    let mut out = Vec::new();
+    for leg in LEGS {
+        out.push((
+            format!("{leg} summary"),
+            deterministic(env.summary(results, "synthetic", leg)),
+        ));
+        let run = std::fs::read(root.join(format!("runs/synthetic/{leg}.trec"))).unwrap();
+        out.push((
+            format!("{leg} run"),
+            blake3::hash(&run).to_hex().to_string(),
+        ));
+    }
+    let curve = root.join("curves/synthetic/packer.curve.json");
+    let mut c: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&curve).unwrap()).unwrap();
+    c.as_object_mut().unwrap().remove("timing");
+    out.push(("packer curve".into(), c.to_string()));
+    let rows = std::fs::read(root.join("curves/synthetic/packer.curve.parquet")).unwrap();
+    out.push((
+        "packer curve rows".into(),
+        blake3::hash(&rows).to_hex().to_string(),
+    ));
+    out
+}
+
+fn flip_byte(path: &Path, at: usize) {
+    let mut bytes = std::fs::read(path).unwrap();
+    let i = at.min(bytes.len() - 1);
+    bytes[i] ^= 0x55;
+    std::fs::write(path, bytes).unwrap();
+}
+
+fn truncate_half(path: &Path) {
+    let bytes = std::fs::read(path).unwrap();
+    std::fs::write(path, &bytes[..bytes.len() / 2]).unwrap();
+}
+
+fn only_file_in(dir: &Path) -> PathBuf {
+    let files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_file())
+        .collect();
+    assert_eq!(files.len(), 1, "{}: {files:?}", dir.display());
+    files[0].clone()
+}
+
+/// Rewrites the hash the export manifest records for `file` to match its current bytes, so the
+/// damage passes the hash check and only the loader can notice it.
+fn rehash_in_manifest(export: &Path, file: &str) {
+    let manifest = export.join("manifest.json");
+    let mut m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&manifest).unwrap()).unwrap();
+    let bytes = std::fs::read(export.join(file)).unwrap();
+    m["files"][file] = serde_json::json!(blake3::hash(&bytes).to_hex().to_string());
+    std::fs::write(&manifest, serde_json::to_string_pretty(&m).unwrap()).unwrap();
+}
+
+#[test]
+fn every_damaged_file_read_back_is_detected_and_recovered_with_the_same_numbers() {
+    let env = env();
+    let args = run_args("r");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    env.ok(&args);
+    let clean = fingerprint(&env, "r");
+    let root = env.results("r");
+    let cells = root.join("cells/synthetic");
+    let curves = root.join("curves/synthetic");
+    let export = root.join("exports/synthetic");
+    let embeddings = root.join("embeddings");
+
+    // (what, damage, what the run must say about it)
+    type Damage<'a> = (&'a str, Box<dyn Fn() + 'a>, &'a str);
+    let damages: Vec<Damage> = vec![
+        (
+            "summary truncated",
+            Box::new(|| truncate_half(&cells.join("dense.summary.json"))),
+            "dense.summary.json",
+        ),
+        (
+            "records byte flipped",
+            Box::new(|| flip_byte(&cells.join("dense.queries.parquet"), 200)),
+            "dense.queries.parquet: not the records written with its summary",
+        ),
+        (
+            "curve mean edited",
+            Box::new(|| {
+                let p = curves.join("packer.curve.json");
+                let mut v: serde_json::Value =
+                    serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+                v["points"][0]["metrics"]["recall@10"] = serde_json::json!(0.123);
+                std::fs::write(&p, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+            }),
+            "metrics.recall@10 at budget 500 is not that of",
+        ),
+        (
+            "curve rows truncated",
+            Box::new(|| truncate_half(&curves.join("packer.curve.parquet"))),
+            "packer.curve.parquet: not the rows written with",
+        ),
+        (
+            "curve rows deleted",
+            Box::new(|| std::fs::remove_file(curves.join("packer.curve.parquet")).unwrap()),
+            "packer.curve.parquet: cannot read",
+        ),
+        (
+            "export corpus byte flipped",
+            Box::new(|| flip_byte(&export.join("corpus.parquet"), 300)),
+            "synthetic: prepared",
+        ),
+        (
+            "export file invalid but its hash rewritten",
+            Box::new(|| {
+                std::fs::write(export.join("bm25-stats.json"), "{}").unwrap();
+                rehash_in_manifest(&export, "bm25-stats.json");
+            }),
+            "does not load",
+        ),
+        (
+            "export manifest truncated",
+            Box::new(|| truncate_half(&export.join("manifest.json"))),
+            "synthetic: prepared",
+        ),
+    ];
+    for (what, damage, says) in damages {
+        damage();
+        let out = env.ok(&args);
+        assert!(out.contains(says), "{what}: expected {says:?} in:\n{out}");
+        assert_eq!(fingerprint(&env, "r"), clean, "{what}: the same numbers");
+    }
+
+    // the embedding cache: a flipped vector byte is dropped with a warning, and the rebuilt
+    // export (its vectors re-embedded) gives the same numbers
+    let cache = only_file_in(&embeddings);
+    let len = std::fs::metadata(&cache).unwrap().len() as usize;
+    flip_byte(&cache, len / 2);
+    std::fs::remove_dir_all(&export).unwrap();
+    let out = env.ok(&args);
+    assert!(
+        out.contains("warning: embedding cache") && out.contains("dropped"),
+        "embedding cache damage: {out}"
+    );
+    assert_eq!(
+        fingerprint(&env, "r"),
+        clean,
+        "embedding cache: the same numbers"
+    );
+}
+
+#[test]
+fn a_run_killed_at_any_point_resumes_to_the_bytes_of_an_unkilled_run() {
+    let env = env();
+    let clean_args = run_args("clean");
+    let clean_args: Vec<&str> = clean_args.iter().map(String::as_str).collect();
+    let started = Instant::now();
+    env.ok(&clean_args);
+    let whole = started.elapsed();
+    let clean = fingerprint(&env, "clean");
+    // kill points spread over the run: during embedding/prepare, during cells, during curves
+    for (i, fraction) in [0.1, 0.3, 0.5, 0.7, 0.9].into_iter().enumerate() {
+        let name = format!("killed{i}");
+        let args = run_args(&name);
+        let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+        let mut child = env
+            .command(&argv)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(whole.mul_f64(fraction));
+        // SIGKILL: no destructor, no flush, no cleanup
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let resumed = env.ok(&args);
+        assert_eq!(
+            fingerprint(&env, &name),
+            clean,
+            "killed at {:.0}% of the run, then resumed:\n{resumed}",
+            fraction * 100.0
+        );
+        // nothing a dead writer left behind survives the resume
+        let leftovers: Vec<String> = walk(&env.results(&name))
+            .into_iter()
+            .filter(|p| p.contains(".tmp-"))
+            .collect();
+        assert!(leftovers.is_empty(), "{leftovers:?}");
+    }
+}
+
+fn walk(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        out.push(p.display().to_string());
+        if p.is_dir() {
+            out.extend(walk(&p));
+        }
+    }
+    out
+}
+
+/// A HotpotQA release file (no corpus file): question `q{i}` is gold-less when `gold[i]` is false.
+fn hotpot(env: &Env, gold: &[bool]) {
+    let records: Vec<serde_json::Value> = gold
+        .iter()
+        .enumerate()
+        .map(|(i, &g)| {
+            serde_json::json!({
+                "_id": format!("q{i}"),
+                "question": format!("where was queen {i} born"),
+                "answer": "london",
+                "supporting_facts": if g { serde_json::json!([[format!("Queen {i}"), 0]]) } else { serde_json::json!([]) },
+                "context": [[format!("Queen {i}"), [format!("Queen {i} was born in London.")]],
+                            ["City", ["London is a city."]]],
+            })
+        })
+        .collect();
+    std::fs::write(
+        env.path().join("data/h.json"),
+        serde_json::to_string(&records).unwrap(),
+    )
+    .unwrap();
+    std::fs::write(
+        env.path().join("campaign.yaml"),
+        "model: model\nstats: {resamples: 200, permutations: 200, seed: 3}\ndatasets:\n  h:\n    format: hotpotqa\n    files: {questions: h.json}\nlegs:\n  bm25: {kind: bm25}\n",
+    )
+    .unwrap();
+}
+
+#[test]
+fn queries_without_gold_are_counted_not_scored_and_a_cell_of_none_is_empty() {
+    let env = Env::new();
+    let args = [
+        "run-matrix",
+        "--threads",
+        "1",
+        "--quiet",
+        "--data-dir",
+        "data",
+        "--datasets",
+        "h",
+    ];
+    hotpot(&env, &[true, false, true]);
+    let out = env.ok(&args);
+    assert!(
+        out.contains("2 queries evaluated; 1 queries without gold not evaluated"),
+        "{out}"
+    );
+    let s = env.summary("results", "h", "bm25");
+    assert_eq!(
+        (s["status"].as_str(), s["queries"].as_u64()),
+        (Some("ok"), Some(2)),
+        "{s}"
+    );
+    assert_eq!(s["queries_without_gold"], 1, "{s}");
+    // the qrels file trec_eval reads judges only the evaluated queries
+    let qrels = std::fs::read_to_string(env.results("results").join("runs/h/qrels.txt")).unwrap();
+    assert!(
+        qrels.contains("q0 ") && !qrels.contains("q1 ") && qrels.contains("q2 "),
+        "{qrels}"
+    );
+
+    hotpot(&env, &[false, false]);
+    let out = env.ok(&args);
+    let s = env.summary("results", "h", "bm25");
+    assert_eq!(s["status"], "empty", "{s}");
+    assert_eq!(
+        (s["queries"].as_u64(), s["queries_without_gold"].as_u64()),
+        (Some(0), Some(2))
+    );
+    assert!(s["reason"].as_str().unwrap().contains("has gold"), "{s}");
+    assert_eq!(
+        s["metrics"],
+        serde_json::json!({}),
+        "no numbers, never zeros: {s}"
+    );
+    assert!(out.contains("| h | bm25 | empty |"), "{out}");
+}
+
+#[test]
+fn a_dataset_with_no_questions_is_an_error_naming_its_files_once() {
+    // a BEIR set whose queries are judged only with score 0 has no gold at all; the reader
+    // keeps none of them, so the dataset has no questions: an error naming the files
+    let env = Env::new();
+    let data = env.path().join("data/b");
+    std::fs::create_dir_all(data.join("qrels")).unwrap();
+    std::fs::write(
+        data.join("corpus.jsonl"),
+        "{\"_id\": \"d1\", \"title\": \"One\", \"text\": \"the queen was born in london\"}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        data.join("queries.jsonl"),
+        "{\"_id\": \"q1\", \"text\": \"where was the queen born\"}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        data.join("qrels/test.tsv"),
+        "query-id\tcorpus-id\tscore\nq1\td1\t0\n",
+    )
+    .unwrap();
+    std::fs::write(
+        env.path().join("campaign.yaml"),
+        "model: model\nstats: {resamples: 200, permutations: 200, seed: 3}\ndatasets:\n  b:\n    format: beir\n    files: {corpus: b/corpus.jsonl, queries: b/queries.jsonl, qrels: b/qrels/test.tsv}\nlegs:\n  bm25: {kind: bm25}\n",
+    )
+    .unwrap();
+    let out = env.run(&["prepare", "--datasets", "b", "--data-dir", "data"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("queries.jsonl") && err.contains("no questions"),
+        "{err}"
+    );
+    // said once, not once per error in the chain
+    assert_eq!(err.matches("no questions").count(), 1, "{err}");
+}
+
+#[test]
+fn ci_off_is_the_only_way_to_no_intervals_and_it_turns_them_all_off() {
+    let env = env();
+    let campaign = CAMPAIGN.replace(
+        "stats: {resamples: 200, permutations: 200, seed: 3}",
+        "stats: {resamples: 0, permutations: 0, seed: 3}",
+    );
+    std::fs::write(env.path().join("campaign.yaml"), &campaign).unwrap();
+    let refused = env.run(&["run-matrix", "--threads", "1", "--quiet"]);
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("stats.resamples") && err.contains("ci: off"),
+        "{err}"
+    );
+    std::fs::write(
+        env.path().join("campaign.yaml"),
+        campaign.replace("seed: 3}", "seed: 3, ci: off}"),
+    )
+    .unwrap();
+    env.ok(&[
+        "run-matrix",
+        "--threads",
+        "1",
+        "--quiet",
+        "--legs",
+        "bm25,packer",
+    ]);
+    let s = env.summary("results", "synthetic", "bm25");
+    assert_eq!(s["status"], "ok");
+    assert!(s["metrics"]["recall@10"].as_f64().is_some(), "{s}");
+    assert_eq!(s["metrics_ci95"], serde_json::json!({}), "{s}");
+    let c: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            env.results("results")
+                .join("curves/synthetic/packer.curve.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(c["points"][0]["metrics_ci95"], serde_json::json!({}), "{c}");
+    let cmp = env.ok(&["compare-legs", "--dataset", "synthetic", "bm25", "packer"]);
+    let rows: Vec<&str> = cmp
+        .lines()
+        .filter(|l| l.starts_with("| synthetic"))
+        .collect();
+    assert!(!rows.is_empty(), "{cmp}");
+    for row in rows {
+        assert!(
+            !row.contains('[') && row.ends_with("| — |"),
+            "no interval, no p: {row}"
+        );
+    }
+}
