@@ -47,6 +47,27 @@ pub fn write(path: &Path, columns: Vec<(&str, ArrayRef)>) -> Result<()> {
 
 /// Reads a whole parquet file into one batch (our files are small: one row group per column).
 pub fn read(path: &Path) -> Result<RecordBatch> {
+    // The parquet decoder asserts on some inconsistent metadata (a negative column offset, for
+    // one) instead of returning an error; a file that does that is malformed like any other,
+    // and is reported as such, naming it, rather than ending the process.
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| read_unguarded(path))) {
+        Ok(result) => result,
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown".into());
+            Err(Error::malformed(
+                path,
+                "parquet",
+                format!("the decoder gave up: {what}"),
+            ))
+        }
+    }
+}
+
+fn read_unguarded(path: &Path) -> Result<RecordBatch> {
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
     let reader = ParquetRecordBatchReaderBuilder::try_new(file)
         .map_err(|e| Error::malformed(path, "parquet", e))?

@@ -293,6 +293,9 @@ pub struct Campaign {
     /// `run-matrix` options pinned by the campaign; each flag overrides its key.
     #[serde(default)]
     pub run: RunSection,
+    /// What the HTML report shows beyond the matrix.
+    #[serde(default, skip_serializing_if = "ReportSection::is_empty")]
+    pub report: ReportSection,
     /// Datasets by name, in file order of a `BTreeMap` (sorted by name).
     pub datasets: BTreeMap<String, DatasetSpec>,
     /// Legs by name.
@@ -301,6 +304,22 @@ pub struct Campaign {
 
 fn default_breakdown_labels() -> Vec<String> {
     vec!["multi_turn".into()]
+}
+
+/// The campaign's `report:` block.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReportSection {
+    /// Leg pairs `[a, b]` to compare (paired statistics, per-query drill-down) on every dataset
+    /// that has both.
+    #[serde(default)]
+    pub compare: Vec<[String; 2]>,
+}
+
+impl ReportSection {
+    fn is_empty(&self) -> bool {
+        self.compare.is_empty()
+    }
 }
 
 /// The fewest bootstrap resamples or permutations a campaign may ask for.
@@ -389,6 +408,16 @@ impl Campaign {
             // every draw costs a pass over the queries, and the values are allocated up front
             if n > MAX_DRAWS {
                 bail!("field `{key}`: must be at most {MAX_DRAWS}, got {n}");
+            }
+        }
+        for [a, b] in &self.report.compare {
+            for leg in [a, b] {
+                if !self.legs.contains_key(leg) {
+                    bail!("field `report.compare`: no leg `{leg}` in the campaign");
+                }
+            }
+            if a == b {
+                bail!("field `report.compare`: `[{a}, {b}]` compares a leg with itself");
             }
         }
         for (name, leg) in &self.legs {

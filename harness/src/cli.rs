@@ -32,6 +32,8 @@ pub enum Command {
     /// Per-group metrics of cells (by dataset label and classified intent), the intent
     /// confusion matrix and reference-resolution accuracy.
     Breakdown(BreakdownArgs),
+    /// Write the static HTML report of a results directory (no server, opens from disk).
+    Report(ReportArgs),
     /// Draw the budget curves of every dataset (PNG and SVG).
     Plot(PlotArgs),
     /// Speed benchmarks (not tests): query latency per leg, prepare throughput.
@@ -111,6 +113,9 @@ pub struct RunArgs {
     /// Print the resolved settings as a campaign file (feed it back with `--campaign`) and exit.
     #[arg(long)]
     pub show_settings: bool,
+    /// Do not write the HTML report at the end.
+    #[arg(long)]
+    pub no_report: bool,
     /// Run only part I of N (I from 0) of the selected cells, beside the other parts (a Slurm
     /// array task); no matrix.md: an unsharded run afterwards finds every cell cached.
     #[arg(long)]
@@ -239,6 +244,19 @@ pub struct BreakdownArgs {
     #[arg(long, default_value = "all")]
     pub legs: String,
     /// Campaign (default as for run-matrix).
+    #[arg(long)]
+    pub campaign: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    /// Results directory (default: the campaign's `results`).
+    #[arg(long)]
+    pub results: Option<PathBuf>,
+    /// Output directory (default: <results>/report).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Campaign (for the default results directory and the `report:` block).
     #[arg(long)]
     pub campaign: Option<PathBuf>,
 }
@@ -396,6 +414,7 @@ impl Command {
             Command::CompareLegs(a) | Command::CompareCurves(a) => only(&a.campaign, &a.results),
             Command::Breakdown(a) => only(&a.campaign, &a.results),
             Command::Plot(a) => only(&a.campaign, &a.results),
+            Command::Report(a) => only(&a.campaign, &a.results),
             Command::Bench(BenchCommand::Latency(a)) => a.common.overrides(),
             Command::Bench(BenchCommand::Prepare(a)) => a.common.overrides(),
             Command::Bench(BenchCommand::Assembly(a)) => a.common.overrides(),

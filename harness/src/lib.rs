@@ -34,6 +34,7 @@ pub mod curve;
 pub mod data;
 pub mod evaluate;
 pub mod fsx;
+pub mod html;
 pub mod leg_build;
 pub mod lock;
 pub mod matrix;

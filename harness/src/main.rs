@@ -72,6 +72,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 started.elapsed().as_secs_f64(),
                 m.results.join("matrix.md").display()
             );
+            // a part of a sharded run writes neither the matrix nor the report
+            if !a.no_report && m.shard.is_none() {
+                write_report(s, &m.results.join("report"))?;
+            }
         }
         Command::Prepare(a) if a.shard.is_some() => {
             let shard = a.shard.expect("matched");
@@ -113,6 +117,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
         }
         Command::Slurm(a) => return slurm_command(s, &a),
+        Command::Report(a) => {
+            let out = a.out.clone().unwrap_or_else(|| s.results.join("report"));
+            write_report(s, &out)?;
+        }
         Command::Status(_) => {
             let m = s
                 .matrix
@@ -370,4 +378,30 @@ fn slurm_command(s: &Settings, a: &hopbench::cli::SlurmArgs) -> Result<ExitCode>
     } else {
         ExitCode::from(1)
     })
+}
+
+/// Writes the HTML report of the results directory to `out` and says where it is.
+fn write_report(s: &Settings, out: &std::path::Path) -> Result<()> {
+    let compare: Vec<(String, String)> = s
+        .campaign
+        .report
+        .compare
+        .iter()
+        .map(|[a, b]| (a.clone(), b.clone()))
+        .collect();
+    let started = std::time::Instant::now();
+    let w = hopbench::html::write_report(&hopbench::html::ReportOptions {
+        results: &s.results,
+        out,
+        campaign: &s.campaign,
+        compare: &compare,
+    })?;
+    eprintln!(
+        "report: {} ({} files, {} KB, {:.2} s)",
+        w.index.display(),
+        w.files,
+        w.bytes / 1024,
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
 }

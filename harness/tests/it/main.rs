@@ -10,6 +10,7 @@ mod conversations;
 mod curves;
 mod matrix;
 mod reliability;
+mod report_html;
 mod settings;
 mod shard;
 mod slurm;
