@@ -80,8 +80,11 @@ for t in $TARGETS; do
     else
         found=1
         artifact="$(grep -o 'Test unit written to [^ ]*' "logs/$t.log" | tail -n1 | sed 's/Test unit written to //' || true)"
-        kind="$(grep -m1 -o -E 'panicked at [^ ]*|ERROR: AddressSanitizer: [a-z-]*|ERROR: libFuzzer: [a-z-]*|out-of-memory|timeout' "logs/$t.log" || true)"
-        verdict="CRASH (exit $rc${kind:+: $kind}${artifact:+; input: fuzz/$artifact}; log: fuzz/logs/$t.log)"
+        kind="$(grep -m1 -o -E 'panicked at [^ ]*' "logs/$t.log" || true)"
+        if [ -z "$kind" ]; then
+            kind="$(grep -m1 -o -E 'ERROR: (AddressSanitizer|libFuzzer): [a-z-]*' "logs/$t.log" || true)"
+        fi
+        verdict="CRASH (exit $rc${kind:+: $kind}${artifact:+; input: $artifact}; log: fuzz/logs/$t.log)"
     fi
     line="$(printf '%-10s executions %-10s exec/s %-6s corpus %-12s %s' "$t" "${execs:-?}" "${speed:-?}" "${corp:-?}" "$verdict")"
     echo "$line"

@@ -45,10 +45,17 @@ pub(super) fn reusable(dir: &Path, key: &str) -> bool {
     let Ok(m) = read_manifest(dir) else {
         return false;
     };
+    // only the export's own names are hashed (a manifest naming `/dev/zero` is not reusable,
+    // and is never read)
+    let mut own = super::EXPORT_FILES.to_vec();
+    own.sort_unstable();
     m.input_key == key
-        && m.files
-            .iter()
-            .all(|(name, hash)| hash_file(&dir.join(name)).ok().as_deref() == Some(hash))
+        && m.files.keys().map(String::as_str).eq(own)
+        && m.files.iter().all(|(name, hash)| {
+            let path = dir.join(name);
+            std::fs::symlink_metadata(&path).is_ok_and(|t| t.is_file())
+                && hash_file(&path).ok().as_deref() == Some(hash)
+        })
 }
 
 /// The input key prepare would give this dataset (used to decide reuse before embedding).

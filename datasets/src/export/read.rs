@@ -6,7 +6,7 @@ use std::fs;
 use std::path::Path;
 
 use super::identity::{hash_file, read_manifest};
-use super::{Bm25Stats, Chunk, Export, QueryRecord};
+use super::{Bm25Stats, Chunk, Export, QueryRecord, EXPORT_FILES};
 use crate::enrich::{self, KgIndex};
 use crate::error::{Error, Result};
 use crate::lexical::{Bm25Index, Bm25Parts, Tokenizer};
@@ -14,11 +14,41 @@ use crate::model::SubQuestion;
 use crate::parquet_io::{self as pq, Columns};
 use crate::simgraph::SimGraph;
 
+fn sorted<'a>(names: &[&'a str]) -> Vec<&'a str> {
+    let mut v = names.to_vec();
+    v.sort_unstable();
+    v
+}
+
 /// Loads the export in `dir`, checking every file against the manifest's hashes.
 pub fn load(dir: &Path) -> Result<Export> {
     let manifest = read_manifest(dir)?;
+    let manifest_path = dir.join("manifest.json");
+    // the manifest lists exactly the export's own files: a name that leads elsewhere (an
+    // absolute path, `..`, `/dev/zero`) would be read whole, and a file it leaves out would be
+    // loaded unverified
+    let listed: Vec<&str> = manifest.files.keys().map(String::as_str).collect();
+    if listed != sorted(&EXPORT_FILES) {
+        return Err(Error::field(
+            &manifest_path,
+            "manifest",
+            "files",
+            format!(
+                "lists {listed:?}, an export consists of {:?}: re-run prepare",
+                sorted(&EXPORT_FILES)
+            ),
+        ));
+    }
     for (name, hash) in &manifest.files {
         let path = dir.join(name);
+        if !std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file()) {
+            return Err(Error::field(
+                &path,
+                "file",
+                "type",
+                "is missing or not a regular file: re-run prepare",
+            ));
+        }
         let actual = hash_file(&path)?;
         if &actual != hash {
             return Err(Error::field(

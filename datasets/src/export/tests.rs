@@ -470,3 +470,36 @@ fn the_input_key_is_a_pinned_serialisation() {
         "8637bb7e79fb5971adf7863ea94a8f9650cff0abcc7a8241764b0f94f301194d"
     );
 }
+
+#[test]
+fn a_manifest_must_list_exactly_the_exports_files_and_each_a_regular_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("e");
+    let calls = std::rc::Rc::new(std::cell::Cell::new(0));
+    prepare(&source(), || Ok(raw()), &PrepareConfig::default(), &mut fake(8, calls), &dir).unwrap();
+    assert!(load(&dir).is_ok());
+    let manifest = dir.join("manifest.json");
+    let good = std::fs::read_to_string(&manifest).unwrap();
+    let edit = |f: &dyn Fn(&mut serde_json::Value)| {
+        let mut m: serde_json::Value = serde_json::from_str(&good).unwrap();
+        f(&mut m);
+        std::fs::write(&manifest, serde_json::to_string(&m).unwrap()).unwrap();
+        load(&dir).err().map(|e| e.to_string()).unwrap_or_default()
+    };
+    // a name that leads out of the export is never read (it would be read whole)
+    let e = edit(&|m| m["files"]["/dev/zero"] = serde_json::json!("00"));
+    assert!(e.contains("manifest.json") && e.contains("`files`"), "{e}");
+    // a file left out would load unverified
+    let e = edit(&|m| {
+        m["files"].as_object_mut().unwrap().remove("corpus.parquet");
+    });
+    assert!(e.contains("`files`"), "{e}");
+    let e = edit(&|m| m["files"] = serde_json::json!({}));
+    assert!(e.contains("`files`"), "{e}");
+    // a listed name that is a directory, not a file
+    std::fs::write(&manifest, &good).unwrap();
+    std::fs::remove_file(dir.join("kg-edges.parquet")).unwrap();
+    std::fs::create_dir(dir.join("kg-edges.parquet")).unwrap();
+    let e = load(&dir).err().unwrap().to_string();
+    assert!(e.contains("kg-edges.parquet") && e.contains("not a regular file"), "{e}");
+}
