@@ -476,7 +476,14 @@ fn a_manifest_must_list_exactly_the_exports_files_and_each_a_regular_file() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("e");
     let calls = std::rc::Rc::new(std::cell::Cell::new(0));
-    prepare(&source(), || Ok(raw()), &PrepareConfig::default(), &mut fake(8, calls), &dir).unwrap();
+    prepare(
+        &source(),
+        || Ok(raw()),
+        &PrepareConfig::default(),
+        &mut fake(8, calls),
+        &dir,
+    )
+    .unwrap();
     assert!(load(&dir).is_ok());
     let manifest = dir.join("manifest.json");
     let good = std::fs::read_to_string(&manifest).unwrap();
@@ -501,5 +508,8 @@ fn a_manifest_must_list_exactly_the_exports_files_and_each_a_regular_file() {
     std::fs::remove_file(dir.join("kg-edges.parquet")).unwrap();
     std::fs::create_dir(dir.join("kg-edges.parquet")).unwrap();
     let e = load(&dir).err().unwrap().to_string();
-    assert!(e.contains("kg-edges.parquet") && e.contains("not a regular file"), "{e}");
+    assert!(
+        e.contains("kg-edges.parquet") && e.contains("not a regular file"),
+        "{e}"
+    );
 }
