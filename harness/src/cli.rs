@@ -344,6 +344,24 @@ pub struct BenchPrepareArgs {
     pub json: Option<PathBuf>,
 }
 
+impl Selection {
+    /// The run flags of a command that plans cells without running them (`status`, `slurm`):
+    /// no cell key depends on the thread count, so one is pinned to pass the contract check.
+    fn planning(&self, limit: Option<usize>) -> RunFlags {
+        RunFlags {
+            datasets: self.datasets.clone(),
+            legs: self.legs.clone(),
+            limit,
+            threads: Some(1),
+            force: false,
+            quiet: true,
+            no_curves: false,
+            shard: None,
+            cells: None,
+        }
+    }
+}
+
 impl CommonArgs {
     fn overrides(&self) -> Overrides {
         Overrides {
@@ -382,32 +400,11 @@ impl Command {
             },
             Command::Prepare(a) => a.common.overrides(),
             Command::Slurm(a) => Overrides {
-                run: Some(RunFlags {
-                    datasets: a.select.datasets.clone(),
-                    legs: a.select.legs.clone(),
-                    limit: None,
-                    threads: Some(1),
-                    force: false,
-                    quiet: true,
-                    no_curves: false,
-                    shard: None,
-                    cells: None,
-                }),
+                run: Some(a.select.planning(None)),
                 ..a.common.overrides()
             },
             Command::Status(a) => Overrides {
-                run: Some(RunFlags {
-                    datasets: a.select.datasets.clone(),
-                    legs: a.select.legs.clone(),
-                    limit: a.limit,
-                    // no cell key depends on the thread count
-                    threads: Some(1),
-                    force: false,
-                    quiet: true,
-                    no_curves: false,
-                    shard: None,
-                    cells: None,
-                }),
+                run: Some(a.select.planning(a.limit)),
                 ..a.common.overrides()
             },
             Command::Compare(a) => only(&a.campaign, &None),
