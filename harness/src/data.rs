@@ -244,6 +244,22 @@ fn source(
     }
 }
 
+/// The embedder, and the embedding cache opened for writing this process's file of it
+/// (`cache_part`), saying what opening the cache had to drop.
+fn load_embedder(s: &DataSettings) -> hopbench_datasets::Result<(Embedder, EmbeddingCache)> {
+    let e = Embedder::load(&s.model_dir)?;
+    let c = EmbeddingCache::open_part(
+        &s.embeddings,
+        e.model_id(),
+        e.dim(),
+        s.cache_part.as_deref(),
+    )?;
+    if let Some(r) = c.repairs() {
+        eprintln!("warning: embedding cache {r}");
+    }
+    Ok((e, c))
+}
+
 /// What [`embed_part`] did for one dataset.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PartOutcome {
@@ -257,7 +273,7 @@ pub enum PartOutcome {
 
 /// `prepare --shard`: embeds `shard`'s part of the texts dataset `name`'s export would embed
 /// ([`Shard::owns_text`](crate::shard::Shard::owns_text)) into the embedding cache's part file
-/// for this shard, and writes no export. The build runs for its embedding calls only (the
+/// `s.cache_part` (the caller names it after the shard), and writes no export. The build runs for its embedding calls only (the
 /// other texts get placeholder vectors that are thrown away with it), so the texts are exactly
 /// those a later unsharded prepare embeds, found in the cache then.
 pub fn embed_part(
@@ -275,7 +291,6 @@ pub fn embed_part(
     let model_id = embed::model_id_of(&s.model_dir)
         .with_context(|| format!("embedding model not found at {}", s.model_dir.display()))?;
     let dim = embed::model_dim_of(&s.model_dir)?;
-    let part = format!("embed-{}", shard.label());
     let embedder: RefCell<Option<(Embedder, EmbeddingCache)>> = RefCell::new(None);
     let counts = RefCell::new((0usize, 0usize));
     let mut embed_fn = EmbedFn {
@@ -284,13 +299,7 @@ pub fn embed_part(
         embed: Box::new(|texts: &[&str], label: &str| {
             let mut slot = embedder.borrow_mut();
             if slot.is_none() {
-                let e = Embedder::load(&s.model_dir)?;
-                let c =
-                    EmbeddingCache::open_part(&s.embeddings, e.model_id(), e.dim(), Some(&part))?;
-                if let Some(r) = c.repairs() {
-                    eprintln!("warning: embedding cache {r}");
-                }
-                *slot = Some((e, c));
+                *slot = Some(load_embedder(s)?);
             }
             let (e, c) = slot.as_mut().expect("loaded above");
             let mut mine: Vec<&str> = texts
@@ -377,17 +386,7 @@ pub fn open(
         embed: Box::new(|texts: &[&str], label: &str| {
             let mut slot = embedder.borrow_mut();
             if slot.is_none() {
-                let e = Embedder::load(&s.model_dir)?;
-                let c = EmbeddingCache::open_part(
-                    &s.embeddings,
-                    e.model_id(),
-                    e.dim(),
-                    s.cache_part.as_deref(),
-                )?;
-                if let Some(r) = c.repairs() {
-                    eprintln!("warning: embedding cache {r}");
-                }
-                *slot = Some((e, c));
+                *slot = Some(load_embedder(s)?);
             }
             let (e, c) = slot.as_mut().expect("loaded above");
             let bar = crate::progress::Progress::new(
