@@ -20,7 +20,10 @@ What is checked, and how:
      a cell without numbers shows its reason;
    - every `<img>` has `data-loaded="1"`: the report's images set it in their `onload` when
      the image decoded with a width (`naturalWidth > 0`), and `"0"` in `onerror`;
-   - the page's one script ran: `<html data-sortable="N">`, N = the page's sortable tables.
+   - the page's one script ran: `<html data-sortable="N">`, N = the page's sortable tables;
+   - each every-leg drill-down (`q-<dataset>.html`): its picker ran (`<table data-legs>`
+     equals its leg columns), no column is hidden by default, and loaded again with
+     `#pair=A,B` (its first and last leg) only the columns of A and B show.
 3. Network: every load runs with `--host-resolver-rules="MAP * ~NOTFOUND"` (any host name
    resolves to nothing, so no request could succeed) and `--log-net-log`; the NetLog is scanned
    for URL requests that a page initiated (initiator = an origin). The browser's own background
@@ -42,6 +45,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import urllib.parse
 
 SVG_NS = 'xmlns="http://www.w3.org/2000/svg"'
 FAILURES = []
@@ -267,6 +271,34 @@ def self_test(chromium, tmp):
     return bool(seen)
 
 
+LEG_TH = re.compile(r'<th scope="col" class="num" data-leg="([^"]*)"( hidden(?:="")?)?>')
+
+
+def check_picker(chromium, page, dom_text, netlog):
+    """The every-leg drill-down: its script ran (`<table data-legs>` = the leg columns), every
+    column shows by default, and `#pair=A,B` narrows the table to the columns of A and B."""
+    legs = LEG_TH.findall(dom_text)
+    names = [html.unescape(n) for n, _ in legs]
+    wired = re.search(r'<table id="drill-all" data-legs="(\d+)"', dom_text)
+    if not wired or int(wired.group(1)) != len(names):
+        fail(f"{page.name}: the picker script did not run ({len(names)} leg columns)")
+        return
+    if any(hidden for _, hidden in legs):
+        fail(f"{page.name}: a leg column is hidden before a pair is picked")
+    if len(names) < 2:
+        return
+    a, b = names[0], names[-1]
+    url = page.as_uri() + "#pair=" + urllib.parse.quote(a) + "," + urllib.parse.quote(b)
+    picked, requests = run_chromium(chromium, url, ["--dump-dom"], netlog)
+    for u, init in page_requests(requests):
+        fail(f"{page.name}#pair: the page requested {u} (initiator {init})")
+    shown = [html.unescape(n) for n, hidden in LEG_TH.findall(picked) if not hidden]
+    if shown != [a, b]:
+        fail(f"{page.name}#pair={a},{b}: shows the columns {shown}")
+    else:
+        print(f"{page.name}: {len(names)} leg columns; #pair={a},{b} shows those two only")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("report", type=pathlib.Path)
@@ -314,6 +346,8 @@ def main():
                 fail(f"{p.name}: image {img.get('src')} did not load (data-loaded={img.get('data-loaded')!r})")
             if not img.get("alt"):
                 fail(f"{p.name}: image {img.get('src')} has no alt text")
+        if 'id="drill-all"' in dom_text:
+            check_picker(chromium, p, dom_text, tmp / f"net-pick-{i}.json")
         if p.name == "index.html":
             rows, numbers = check_matrix(dom, md_header, md_rows)
             print(f"index.html: {rows} matrix rows, {numbers} numbers equal to matrix.md's")

@@ -30,6 +30,8 @@ pub(crate) struct Files {
     pub recall: String,
     /// `img/<dataset>.curves.svg`.
     pub curves: String,
+    /// `q-<dataset>.html`: the per-query drill-down of every leg.
+    pub drill: String,
     /// Per pair, in pair order.
     pub pairs: Vec<PairFiles>,
 }
@@ -46,6 +48,7 @@ impl Files {
             page: names.claim(format!("d-{d}.html"))?,
             recall: names.claim(format!("img/{d}.recall.svg"))?,
             curves: names.claim(format!("img/{d}.curves.svg"))?,
+            drill: names.claim(format!("q-{d}.html"))?,
             pairs: pairs
                 .iter()
                 .map(|(a, b)| {
@@ -105,6 +108,7 @@ pub(crate) fn write(o: &ReportOptions, job: &Job) -> Result<Vec<(PathBuf, u64)>>
 
     body.push_str(&curves::curves_section(o, job, &mut put)?);
     body.push_str(&pairs::comparisons(o, job, &mut put)?);
+    body.push_str(&drill_section(o, job, &ok, &mut put)?);
     body.push_str(&groups::conversations(&ok));
     body.push_str(&groups::diagnostics(&ok));
 
@@ -113,6 +117,7 @@ pub(crate) fn write(o: &ReportOptions, job: &Job) -> Result<Vec<(PathBuf, u64)>>
         ("#metrics".into(), "metrics".into()),
         ("#curves".into(), "budget curves".into()),
         ("#comparisons".into(), "paired comparisons".into()),
+        ("#per-query".into(), "per query".into()),
         ("#conversations".into(), "breakdowns".into()),
         ("#diagnostics".into(), "diagnostics".into()),
     ];
@@ -129,6 +134,42 @@ pub(crate) fn write(o: &ReportOptions, job: &Job) -> Result<Vec<(PathBuf, u64)>>
     );
     put(&job.files.page, &html)?;
     Ok(written)
+}
+
+/// The link to the every-leg drill-down (written here), or why there is none.
+fn drill_section(
+    o: &ReportOptions,
+    job: &Job,
+    ok: &[&CellSummary],
+    put: &mut impl FnMut(&str, &str) -> Result<()>,
+) -> Result<String> {
+    let mut s = String::from("<section id=\"per-query\">\n<h2>Per query, any two legs</h2>\n");
+    let legs: Vec<&str> = ok.iter().map(|c| c.leg.as_str()).collect();
+    if legs.is_empty() {
+        s.push_str("<p>No leg has numbers on this dataset.</p>\n</section>\n");
+        return Ok(s);
+    }
+    match super::drill::all_legs_page(o.results, job.dataset, &legs, &job.files.page) {
+        Ok(html) => {
+            put(&job.files.drill, &html)?;
+            let _ = writeln!(
+                s,
+                "<p><a href=\"{}\">Per query: which gold chunk each of the {} legs found, at which \
+                 rank; pick any two to compare →</a></p>",
+                esc(&job.files.drill),
+                legs.len()
+            );
+        }
+        Err(e) => {
+            let _ = writeln!(
+                s,
+                "<p>No per-query drill-down: {}</p>",
+                esc(&format!("{e:#}"))
+            );
+        }
+    }
+    s.push_str("</section>\n");
+    Ok(s)
 }
 
 fn intro(o: &ReportOptions, job: &Job) -> String {

@@ -1,6 +1,12 @@
-//! `q-<dataset>-<a>-vs-<b>.html`: per query, the rank at which each of two legs placed each
-//! gold chunk, read from `runs/<dataset>/qrels.txt` and the legs' TREC run files (one pass over
-//! each), with the per-query recall@10 of both legs from their records.
+//! The per-query drill-downs, read from `runs/<dataset>/qrels.txt` and the legs' TREC run files
+//! (one pass over each), with per-query recall@10 from the legs' records:
+//!
+//! - `q-<dataset>.html` ([`all_legs_page`]): per query, the rank at which *every* leg placed
+//!   each gold chunk, one column per leg, with two pickers that narrow the table to any pair of
+//!   legs and mark the queries on which that pair's recall differs (a few lines of inline
+//!   script; without it the page shows every leg);
+//! - `q-<dataset>-<a>-vs-<b>.html` ([`page`]): the same for one configured pair, with its
+//!   counts (gold found in the top 10 by each, queries better / worse / equal).
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -238,6 +244,154 @@ pub(crate) fn page(results: &Path, dataset: &str, a: &str, b: &str, back: &str) 
     body.push_str("</table>\n");
     Ok(page::page(
         &format!("{dataset}: {b} vs {a}, per query"),
+        &format!(
+            "Which gold chunk each leg found, at which rank (from <code>runs/{}/</code>).",
+            esc(dataset)
+        ),
+        &[
+            ("index.html".into(), "← matrix".into()),
+            (back.into(), format!("← {dataset}")),
+        ],
+        &body,
+    ))
+}
+
+/// The inline script of [`all_legs_page`]: the two pickers show the columns of legs A and B
+/// only (or every leg), and mark each query whose per-query recall differs between A and B.
+/// A link may preselect the pair with the fragment `#pair=A,B` (URI-encoded names).
+/// It records the number of leg columns in `<table data-legs>` once wired (what the browser
+/// check can read).
+const PICKER: &str = r#"
+(function(){
+var t=document.getElementById('drill-all');if(!t)return;
+var a=document.getElementById('pick-a'),b=document.getElementById('pick-b');
+function show(){
+var x=a.value,y=b.value,all=(x==='*'||y==='*');
+t.querySelectorAll('[data-leg]').forEach(function(c){var l=c.getAttribute('data-leg');c.hidden=!(all||l===x||l===y);});
+Array.prototype.forEach.call(t.tBodies,function(tb){
+var r=function(l){var c=tb.querySelector('td.recall[data-leg="'+CSS.escape(l)+'"]');return c?c.getAttribute('data-sort'):null;};
+tb.classList.toggle('differs',!all&&r(x)!==r(y));});
+var n=t.querySelectorAll('tbody.differs').length;
+document.getElementById('pick-count').textContent=all?'':(n+' of '+t.tBodies.length+' queries differ');}
+var h=/^#pair=([^,]*),(.*)$/.exec(location.hash);
+function has(s,v){return Array.prototype.some.call(s.options,function(o){return o.value===v;});}
+if(h){var x=decodeURIComponent(h[1]),y=decodeURIComponent(h[2]);if(has(a,x)&&has(b,y)){a.value=x;b.value=y;}}
+a.addEventListener('change',show);b.addEventListener('change',show);show();
+t.setAttribute('data-legs',String(t.querySelectorAll('thead th[data-leg]').length));
+})();
+"#;
+
+/// The drill-down page of every leg in `legs` (in column order) on `dataset`: per query, the
+/// rank of each gold chunk in each leg's run and each leg's per-query recall@10; `back` is the
+/// dataset page.
+pub(crate) fn all_legs_page(
+    results: &Path,
+    dataset: &str,
+    legs: &[&str],
+    back: &str,
+) -> Result<String> {
+    let runs = results.join("runs").join(dataset);
+    let gold = read_qrels(&runs.join("qrels.txt"))?;
+    let ranks = legs
+        .iter()
+        .map(|leg| gold_ranks(&CellPaths::new(results, dataset, leg).run, &gold))
+        .collect::<Result<Vec<_>>>()?;
+    let recalls = legs
+        .iter()
+        .map(|leg| recall_by_query(results, dataset, leg))
+        .collect::<Result<Vec<_>>>()?;
+    let label = crate::metrics::headline().label();
+    let total: usize = gold.iter().map(|(_, d)| d.len()).sum();
+    let mut body = String::new();
+    let _ = writeln!(
+        body,
+        "<p>{} queries with gold, {total} gold chunks, {} legs. Pick two legs to compare them \
+         side by side; queries on which their per-query {label} differs are marked ≠.</p>",
+        gold.len(),
+        legs.len()
+    );
+    let options = |selected: usize| {
+        let mut o = String::from("<option value=\"*\">every leg</option>");
+        for (i, leg) in legs.iter().enumerate() {
+            let _ = write!(
+                o,
+                "<option value=\"{0}\"{1}>{0}</option>",
+                esc(leg),
+                if i == selected { " selected" } else { "" }
+            );
+        }
+        o
+    };
+    let _ = writeln!(
+        body,
+        "<form class=\"pick\" onsubmit=\"return false\"><label>leg A <select id=\"pick-a\">{}</select></label> \
+         <label>leg B <select id=\"pick-b\">{}</select></label> <output id=\"pick-count\"></output></form>",
+        options(usize::MAX),
+        options(usize::MAX)
+    );
+    body.push_str(
+        "<p class=\"muted\">Rank: 1-based position in the leg's TREC run file; <strong>bold</strong>: \
+         within the top 10; —: not in the run. The first row of each query is each leg's \
+         per-query recall@10 (from its records). Ids are as the dataset spells them.</p>\n",
+    );
+    let _ = write!(
+        body,
+        "<div class=\"scroll\"><table id=\"drill-all\">\n<caption>{} legs on {}: gold chunks per query</caption>\n\
+         <thead><tr><th scope=\"col\">query</th><th scope=\"col\">gold chunk</th>",
+        legs.len(),
+        esc(dataset)
+    );
+    for leg in legs {
+        let _ = write!(
+            body,
+            "<th scope=\"col\" class=\"num\" data-leg=\"{0}\">{0}</th>",
+            esc(leg)
+        );
+    }
+    body.push_str("</tr></thead>\n");
+    for (q, (qid, docs)) in gold.iter().enumerate() {
+        let values: Vec<Option<f64>> = recalls
+            .iter()
+            .map(|r| r.get(qid).copied().flatten())
+            .collect();
+        let _ = write!(
+            body,
+            "<tbody><tr><th scope=\"rowgroup\" rowspan=\"{}\" class=\"q\">{}</th><td class=\"muted\">{label}</td>",
+            docs.len() + 1,
+            esc(&decode(qid))
+        );
+        for (leg, v) in legs.iter().zip(&values) {
+            let _ = write!(
+                body,
+                "<td class=\"num recall\" data-leg=\"{}\" data-sort=\"{}\">{}</td>",
+                esc(leg),
+                v.map_or(String::new(), |v| format!("{v}")),
+                v.map_or(format::NONE.to_string(), format::mean)
+            );
+        }
+        body.push_str("</tr>");
+        for (g, doc) in docs.iter().enumerate() {
+            let _ = write!(body, "<tr><td><code>{}</code></td>", esc(&decode(doc)));
+            for (leg, r) in legs.iter().zip(&ranks) {
+                let (class, text) = match r[q][g] {
+                    Some(r) if r <= 10 => ("num found", r.to_string()),
+                    Some(r) => ("num", r.to_string()),
+                    None => ("num", format::NONE.to_string()),
+                };
+                let _ = write!(
+                    body,
+                    "<td class=\"{class}\" data-leg=\"{}\">{text}</td>",
+                    esc(leg)
+                );
+            }
+            body.push_str("</tr>");
+        }
+        body.push_str("</tbody>\n");
+    }
+    body.push_str("</table></div>\n");
+    let _ = writeln!(body, "<script>{PICKER}</script>");
+    Ok(page::page(
+        &format!("{dataset}: every leg, per query"),
         &format!(
             "Which gold chunk each leg found, at which rank (from <code>runs/{}/</code>).",
             esc(dataset)

@@ -14,16 +14,19 @@
 //!   paired comparisons of the leg pairs (`pairs`, [`crate::compare::compare_legs`]), the
 //!   breakdowns, intent confusion and reference resolution of conversation sets, and the legs'
 //!   diagnostics (`groups`);
-//! - `q-<dataset>-<a>-vs-<b>.html` (`drill`): per query, the rank at which each leg found
-//!   each gold chunk, from the TREC run files and `qrels.txt`;
+//! - `q-<dataset>.html` (`drill`): per query, the rank at which every leg found each gold
+//!   chunk, from the TREC run files and `qrels.txt`, narrowed to any two legs by a picker;
+//! - `q-<dataset>-<a>-vs-<b>.html` (`drill`): the same for each configured pair, with its
+//!   counts;
 //! - `img/*.svg`: the figures (`svg` draws all but the budget curves).
 //!
 //! Every file written carries the marker [`MARKER`]; a later report into the same directory
 //! removes the files with the marker that it did not write itself (a dataset or pair that is
 //! gone), and never touches any other file. Every file is written atomically
 //! ([`crate::fsx::write_atomic`]). The work is linear in the size of the results: one pass over
-//! the summaries, one pass over each curve file, each drill-down's two run files and qrels, and
-//! one paired comparison per configured pair; the datasets' pages are built in parallel.
+//! the summaries, one pass over each curve file, one pass over the qrels and each run file a
+//! drill-down page shows, and one paired comparison per configured pair; the datasets' pages
+//! are built in parallel.
 
 mod curves;
 mod dataset;

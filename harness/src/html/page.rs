@@ -84,6 +84,8 @@ details summary{cursor:pointer;font-weight:600}
 code{font-size:12.5px}
 td.found{font-weight:700}
 tbody.differs th.q::after{content:" \2260";font-weight:700}
+form.pick{margin:8px 0}form.pick label{margin-right:18px;font-weight:600}
+[hidden]{display:none!important}
 @media print{thead th{position:static}nav{display:none}a{color:inherit;text-decoration:none}button.sort::after{content:""}}
 "#;
 

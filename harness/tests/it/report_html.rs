@@ -355,6 +355,7 @@ fn the_matrix_page_shows_matrix_md_numbers_and_every_reference_resolves_offline(
 
     // the drill-down's ranks are the run file's: recount the gold found in the top 10
     let drill = std::fs::read_to_string(out.join("q-synthetic-bm25-vs-dense.html")).unwrap();
+    let all_legs = std::fs::read_to_string(out.join("q-synthetic.html")).unwrap();
     let runs = env.results("results").join("runs/synthetic");
     let qrels = std::fs::read_to_string(runs.join("qrels.txt")).unwrap();
     let gold: BTreeSet<(&str, &str)> = qrels
@@ -373,7 +374,26 @@ fn the_matrix_page_shows_matrix_md_numbers_and_every_reference_resolves_offline(
             .count();
         let said = format!("<strong>{leg}</strong> {found} of {}", gold.len());
         assert!(drill.contains(&said), "{said} not in the drill-down");
+        // the every-leg page bolds the same gold chunks in that leg's column
+        let bold = format!("<td class=\"num found\" data-leg=\"{leg}\">");
+        assert_eq!(all_legs.matches(&bold).count(), found, "{leg}");
     }
+    // the every-leg page has one column per leg with numbers, and one row group per query
+    let ok_legs =
+        md_rows(&std::fs::read_to_string(env.results("results").join("matrix.md")).unwrap())
+            .into_iter()
+            .filter(|((d, _), r)| d == "synthetic" && r.status == "ok")
+            .count();
+    assert!(ok_legs >= 2, "{ok_legs}");
+    assert_eq!(
+        all_legs
+            .matches("<th scope=\"col\" class=\"num\" data-leg=")
+            .count(),
+        ok_legs
+    );
+    let queries = gold.iter().map(|g| g.0).collect::<BTreeSet<_>>().len();
+    assert_eq!(all_legs.matches("<tbody>").count(), queries);
+    assert!(synthetic.contains("href=\"q-synthetic.html\""), "no link");
 }
 
 #[test]
@@ -869,7 +889,7 @@ fn the_pages_keep_their_structure() {
               h1 "hopbench report: synthetic-dialogues"
               p
               nav
-                a ×6
+                a ×7
             main
               p
                 code
@@ -1127,6 +1147,10 @@ fn the_pages_keep_their_structure() {
                         td
                 p
                   a
+              section#per-query
+                h2 "Per query, any two legs"
+                p
+                  a
               section#conversations
                 h2 "Breakdowns, intents and references"
                 div.scroll
@@ -1255,11 +1279,7 @@ fn the_pages_keep_their_structure() {
                         th[scope=row]
                         td.num
                   table.diagnostics
-                    thead
-                      tr
-                        th[scope=col]
-                        th.num[scope=col]
-        … 33 more lines
+        … 37 more lines
         "#));
     let drill = structure(
         &out.join("q-synthetic-dialogues-bm25-vs-multi_horizon.html"),
