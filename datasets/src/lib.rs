@@ -9,6 +9,7 @@
 //! Nothing here knows about legs or metrics.
 #![deny(missing_docs)]
 
+pub mod chunk;
 mod csr;
 pub mod embed;
 pub mod enrich;
@@ -25,4 +26,4 @@ pub mod tokens;
 pub mod vector;
 
 pub use error::{Error, Result};
-pub use model::{Passage, Question, RawDataset, SubQuestion, Turn};
+pub use model::{Passage, Question, RawDataset, Span, SpannedDataset, SubQuestion, Turn};

@@ -133,6 +133,44 @@ pub struct RawDataset {
     pub questions: Vec<Question>,
 }
 
+/// Where a passage lies in the document it was cut from: `[start, end)` in Unicode code points
+/// of the document's text (what Python's `text[start:end]` counts), so the passage's text is
+/// `text.chars().skip(start).take(end - start)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Span {
+    /// First code point (inclusive).
+    pub start: u32,
+    /// One past the last code point (exclusive).
+    pub end: u32,
+}
+
+impl Span {
+    /// Whether the two half-open ranges share at least one code point.
+    pub fn overlaps(&self, other: &Span) -> bool {
+        self.start.max(other.start) < self.end.min(other.end)
+    }
+}
+
+/// A [`RawDataset`] plus, for passages cut from longer documents, where each one lies (by
+/// passage id). Formats that read passages as published have no spans; the export stores a
+/// span for every passage that has one (`char_start`, `char_end`) and nulls for the others.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SpannedDataset {
+    /// The passages and questions.
+    pub raw: RawDataset,
+    /// Passage id -> its span in its document (`Passage::doc`).
+    pub spans: BTreeMap<String, Span>,
+}
+
+impl From<RawDataset> for SpannedDataset {
+    fn from(raw: RawDataset) -> Self {
+        SpannedDataset {
+            raw,
+            spans: BTreeMap::new(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -138,6 +138,11 @@ pub struct DatasetSpec {
     /// and the other datasets' keys must not change.)
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub derive_from: Option<String>,
+    /// How documents are cut into chunks (`format: documents` only): one setting, or an axis
+    /// of settings that [`crate::chunking::expand`] turns into one dataset per setting when
+    /// the campaign loads. (Not serialised when absent, like `derive_from`.)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chunking: Option<crate::chunking::Chunking>,
     /// Context header policy.
     #[serde(default)]
     pub context_header: HeaderMode,
@@ -332,8 +337,17 @@ pub const MAX_DRAWS: usize = 1_000_000;
 impl Campaign {
     /// Parses a campaign; `origin` names the file in errors.
     pub fn parse(text: &str, origin: &str) -> Result<Campaign> {
-        let c: Campaign =
+        let mut c: Campaign =
             serde_saphyr::from_str(text).with_context(|| format!("{origin}: invalid campaign"))?;
+        c.datasets = crate::chunking::expand(
+            std::mem::take(&mut c.datasets),
+            |d| d.chunking.as_ref(),
+            |d, chunking| DatasetSpec {
+                chunking: Some(chunking),
+                ..d.clone()
+            },
+        )
+        .with_context(|| format!("{origin}: invalid campaign"))?;
         c.validate()
             .with_context(|| format!("{origin}: invalid campaign"))?;
         Ok(c)
@@ -426,7 +440,13 @@ impl Campaign {
             check_name(name).with_context(|| format!("legs.{name}"))?;
         }
         for (name, d) in &self.datasets {
-            check_name(name).with_context(|| format!("datasets.{name}"))?;
+            // a variant of a chunking axis is `<dataset>@<variant>`, both parts plain names
+            for part in name.splitn(2, crate::chunking::VARIANT_SEPARATOR) {
+                check_name(part).with_context(|| format!("datasets.{name}"))?;
+            }
+            if d.chunking.is_some() && d.format.name() != formats::documents::FORMAT.name {
+                bail!("datasets.{name}: field `chunking`: only for format documents");
+            }
             match d.format {
                 DatasetFormat::Synthetic if !d.files.is_empty() => {
                     bail!("datasets.{name}: field `files`: a synthetic dataset reads no files")
@@ -517,14 +537,21 @@ pub fn select<'a>(
     }
     let mut out = Vec::new();
     for want in arg.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        if !names.iter().any(|n| n == want) {
+        // a dataset's name also selects its chunking variants (`docs` -> `docs@small`, ...)
+        let hits: Vec<&String> = names
+            .iter()
+            .filter(|n| crate::chunking::selects(want, n))
+            .collect();
+        if hits.is_empty() {
             bail!(
                 "unknown {what} `{want}` (the campaign has: {})",
                 names.join(", ")
             );
         }
-        if !out.iter().any(|n: &String| n == want) {
-            out.push(want.to_string());
+        for n in hits {
+            if !out.contains(n) {
+                out.push(n.clone());
+            }
         }
     }
     if out.is_empty() {
@@ -821,6 +848,7 @@ legs: {}
                 "twowiki",
                 "mtrag",
                 "beir",
+                "documents",
                 "pool",
                 "dialogues"
             ]
@@ -838,6 +866,112 @@ legs: {}
             e.contains("unknown format `hotpot`") && e.contains("hotpotqa, twowiki"),
             "{e}"
         );
+    }
+
+    const DOCS: &str = "files: {documents: d.jsonl, queries: q.jsonl, spans: s.jsonl}";
+
+    #[test]
+    fn a_chunking_axis_becomes_one_dataset_per_setting() {
+        let text = format!(
+            "datasets:\n  docs: {{format: documents, {DOCS}, chunking: {{size: [256, 512], overlap: [0, 64]}}}}\n  named: {{format: documents, {DOCS}, chunking: {{small: {{size: 128, unit: chars}}, large: {{size: 512}}}}}}\n  whole: {{format: documents, {DOCS}}}\n  s: {{format: synthetic}}\nlegs: {{}}\n"
+        );
+        let c = Campaign::parse(&text, "c.yaml").unwrap();
+        let names: Vec<&str> = c.datasets.keys().map(String::as_str).collect();
+        assert_eq!(
+            names,
+            [
+                "docs@size256-overlap0",
+                "docs@size256-overlap64",
+                "docs@size512-overlap0",
+                "docs@size512-overlap64",
+                "named@large",
+                "named@small",
+                "s",
+                "whole"
+            ]
+        );
+        let one = |n: &str| {
+            c.datasets[n]
+                .chunking
+                .as_ref()
+                .and_then(|c| c.one())
+                .copied()
+        };
+        assert_eq!(
+            one("named@small"),
+            Some(hopbench_datasets::chunk::ChunkSettings {
+                size: 128,
+                overlap: 0,
+                unit: hopbench_datasets::chunk::ChunkUnit::Chars
+            })
+        );
+        assert_eq!(one("whole"), None);
+        // the base name selects every variant, a variant's name itself alone
+        let sel = |arg: &str| select(arg, c.datasets.keys(), "dataset");
+        assert_eq!(
+            sel("docs").unwrap(),
+            [
+                "docs@size256-overlap0",
+                "docs@size256-overlap64",
+                "docs@size512-overlap0",
+                "docs@size512-overlap64"
+            ]
+        );
+        assert_eq!(
+            sel("named@small,docs@size512-overlap0,named").unwrap(),
+            ["named@small", "docs@size512-overlap0", "named@large"]
+        );
+        let e = format!("{:#}", sel("docs@size1-overlap0").unwrap_err());
+        assert!(e.contains("unknown dataset `docs@size1-overlap0`"), "{e}");
+        assert!(sel("doc").is_err() && sel("named@").is_err());
+        // the resolved campaign, written out, loads back to the same datasets
+        let yaml = serde_saphyr::to_string(&c).unwrap();
+        assert_eq!(Campaign::parse(&yaml, "shown.yaml").unwrap(), c);
+        // an unchunked spec serialises as before the field existed (its export key is unchanged)
+        let json = serde_json::to_string(&c.datasets["whole"]).unwrap();
+        assert!(!json.contains("chunking"), "{json}");
+        let json = serde_json::to_string(&c.datasets["docs@size256-overlap64"]).unwrap();
+        assert!(
+            json.contains(r#""chunking":{"size":256,"overlap":64,"unit":"tokens"}"#),
+            "{json}"
+        );
+    }
+
+    #[test]
+    fn chunking_is_checked_when_the_campaign_loads() {
+        for (entry, want) in [
+            (
+                "m: {format: musique, files: {questions: q.json}, chunking: {size: 10}}".to_string(),
+                "datasets.m: field `chunking`: only for format documents",
+            ),
+            (
+                format!("d: {{format: documents, {DOCS}, chunking: {{size: 10, overlap: 10}}}}"),
+                "datasets.d: field `chunking`: `overlap` (10) must be below `size` (10)",
+            ),
+            (
+                format!("d: {{format: documents, {DOCS}, chunking: {{size: [10, 20], overlap: 15}}}}"),
+                "datasets.d: field `chunking`: variant `size10-overlap15`",
+            ),
+            (
+                format!("d: {{format: documents, {DOCS}, chunking: {{size: 10, overlapp: 1}}}}"),
+                "unknown key `overlapp`",
+            ),
+            (
+                format!("'d@x': {{format: documents, {DOCS}, chunking: {{a: {{size: 5}}, b: {{size: 6}}}}}}"),
+                "must not have '@'",
+            ),
+            (
+                "'a@b@c': {format: synthetic}".to_string(),
+                "datasets.a@b@c",
+            ),
+            (
+                "d: {format: documents, files: {documents: d.jsonl}}".to_string(),
+                "datasets.d: files.queries: required by format documents",
+            ),
+        ] {
+            let e = parse_err(&format!("datasets:\n  {entry}\nlegs: {{}}\n"));
+            assert!(e.contains("c.yaml") && e.contains(want), "{entry}: {e}");
+        }
     }
 
     #[test]

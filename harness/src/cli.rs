@@ -230,6 +230,11 @@ pub struct LegPairArgs {
     /// of `intent` (as a conversation leg classified it), or of a `note:<annotation>`.
     #[arg(long)]
     pub by: Option<String>,
+    /// compare-curves only: take leg B from this dataset instead (another chunking variant of
+    /// `--dataset`, `docs@size512-overlap0`): the same queries under another chunking, at equal
+    /// token spend.
+    #[arg(long)]
+    pub dataset_b: Option<String>,
 }
 
 #[derive(Args, Debug)]

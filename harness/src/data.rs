@@ -14,10 +14,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
+use hopbench_datasets::chunk::{ChunkUnit, Chunker, CHUNKER_ID};
 use hopbench_datasets::embed::{self, Embedder, EmbeddingCache};
 use hopbench_datasets::export::{self, EmbedFn, Export, PrepareConfig, Prepared, Source};
-use hopbench_datasets::formats::{self, Files};
-use hopbench_datasets::{synthetic, RawDataset};
+use hopbench_datasets::formats::{self, documents, Files};
+use hopbench_datasets::{synthetic, RawDataset, SpannedDataset};
 
 use crate::campaign::{Campaign, DatasetFormat, DatasetSpec, HeaderMode};
 
@@ -117,29 +118,58 @@ pub fn availability(campaign: &Campaign, name: &str, data_dir: Option<&Path>) ->
     "available".into()
 }
 
-/// Reads one dataset that is neither a pool nor a dialogues dataset, from its resolved files.
+/// The model's tokenizer file, which `chunking: {unit: tokens}` sizes chunks with.
+fn tokenizer_file(s: &DataSettings) -> PathBuf {
+    s.model_dir.join("tokenizer.json")
+}
+
+/// Whether dataset `spec` is chunked in the model's tokens (its export then depends on the
+/// tokenizer file, which is hashed as one of its inputs).
+fn chunks_in_tokens(spec: &DatasetSpec) -> bool {
+    spec.chunking
+        .as_ref()
+        .and_then(|c| c.one())
+        .is_some_and(|c| c.unit == ChunkUnit::Tokens)
+}
+
+/// Reads one dataset that is neither a pool nor a dialogues dataset, from its resolved files;
+/// a documents dataset is chunked by its `chunking` setting (whole documents without one).
 fn read_raw(
     name: &str,
     spec: &DatasetSpec,
     files: &BTreeMap<String, Vec<PathBuf>>,
-) -> Result<RawDataset> {
-    let mut raw = match spec.format {
+    s: &DataSettings,
+) -> Result<SpannedDataset> {
+    let mut read = match spec.format {
         DatasetFormat::Synthetic => {
             synthetic::try_generate(&spec.synthetic.clone().unwrap_or_default())
                 .with_context(|| format!("datasets.{name}: field `synthetic`"))?
+                .into()
         }
         DatasetFormat::Raw(format) => {
             // the campaign checked the roles when it loaded; this only makes the typed `Files`
             let files = Files::new(format, files.clone())
                 .map_err(|e| anyhow::anyhow!("datasets.{name}: {e}"))?;
-            format.read(&files)?
+            if format.name() == documents::FORMAT.name {
+                let chunker = match spec.chunking.as_ref().and_then(|c| c.one()) {
+                    None => Chunker::whole(),
+                    Some(c) => Chunker::new(
+                        c,
+                        &tokenizer_file(s),
+                        &format!("datasets.{name}: field `chunking`"),
+                    )?,
+                };
+                documents::read_spanned(&files, &chunker)?
+            } else {
+                format.read(&files)?.into()
+            }
         }
         DatasetFormat::Pool | DatasetFormat::Dialogues => {
             unreachable!("pools and dialogues are read member by member")
         }
     };
-    apply_header_policy(spec, &mut raw);
-    Ok(raw)
+    apply_header_policy(spec, &mut read.raw);
+    Ok(read)
 }
 
 /// `context_header: title` gives every passage its title as header; the default keeps what
@@ -157,26 +187,39 @@ fn read_members(
     name: &str,
     members: &[String],
     member_files: &[BTreeMap<String, Vec<PathBuf>>],
-) -> Result<RawDataset> {
+    s: &DataSettings,
+) -> Result<SpannedDataset> {
     let spec = &campaign.datasets[name];
     if spec.format == DatasetFormat::Dialogues {
         let source = derive_from(spec);
-        let raw = read_members(campaign, source, members, member_files)?;
-        let mut derived = formats::dialogues::derive(raw, source)
+        let read = read_members(campaign, source, members, member_files, s)?;
+        // the dialogues keep the source's passages, so its spans still hold
+        let mut derived = formats::dialogues::derive(read.raw, source)
             .with_context(|| format!("datasets.{name}: deriving dialogues from `{source}`"))?;
         apply_header_policy(spec, &mut derived);
-        return Ok(derived);
+        return Ok(SpannedDataset {
+            raw: derived,
+            spans: read.spans,
+        });
     }
     if spec.format != DatasetFormat::Pool {
-        return read_raw(name, spec, &member_files[0]);
+        return read_raw(name, spec, &member_files[0], s);
     }
     let mut parts = Vec::new();
+    let mut spans = BTreeMap::new();
     for (m, f) in members.iter().zip(member_files) {
-        parts.push((m.clone(), read_raw(m, &campaign.datasets[m], f)?));
+        let read = read_raw(m, &campaign.datasets[m], f, s)?;
+        // the pool prefixes every passage id with its part's name (`formats::pool`)
+        spans.extend(
+            read.spans
+                .into_iter()
+                .map(|(id, sp)| (format!("{m}:{id}"), sp)),
+        );
+        parts.push((m.clone(), read.raw));
     }
     let mut pooled = formats::pool(parts);
     apply_header_policy(spec, &mut pooled);
-    Ok(pooled)
+    Ok(SpannedDataset { raw: pooled, spans })
 }
 
 /// Member datasets of `name` ([`member_names`]) and their resolved raw files.
@@ -199,13 +242,19 @@ pub fn read_dataset(campaign: &Campaign, name: &str, s: &DataSettings) -> Result
     let (members, files) = members_of(campaign, name, s)
         .map_err(anyhow::Error::msg)
         .with_context(|| format!("dataset {name}"))?;
-    read_members(campaign, name, &members, &files)
+    Ok(read_members(campaign, name, &members, &files, s)?.raw)
 }
 
-/// The `Source::extra` of a dataset. Unchanged for every format but dialogues, so existing
-/// exports keep their input keys.
+/// The `Source::extra` of a dataset. Unchanged for every format but dialogues and chunked
+/// documents, so existing exports keep their input keys.
 fn extra_identity(campaign: &Campaign, spec: &DatasetSpec, members: &[String]) -> String {
     let member_specs: Vec<&DatasetSpec> = members.iter().map(|m| &campaign.datasets[m]).collect();
+    // the chunk boundaries are the splitter's: its identity is part of what a chunked export
+    // is made from (the setting itself is in the spec)
+    if member_specs.iter().any(|m| m.chunking.is_some()) {
+        return serde_json::to_string(&(spec, member_specs, ("chunker", CHUNKER_ID)))
+            .expect("spec serialises");
+    }
     match spec.format {
         DatasetFormat::Dialogues => serde_json::to_string(&(
             spec,
@@ -227,15 +276,25 @@ fn source(
     name: &str,
     members: &[String],
     member_files: &[BTreeMap<String, Vec<PathBuf>>],
+    s: &DataSettings,
 ) -> Source {
     let spec = &campaign.datasets[name];
+    let mut files: Vec<PathBuf> = member_files
+        .iter()
+        .flat_map(|f| f.values().flatten().cloned())
+        .collect();
+    // chunks sized in tokens are the tokenizer's as much as the raw files': a changed
+    // tokenizer.json (the model id hashes the weights only) re-prepares the export
+    if members
+        .iter()
+        .any(|m| chunks_in_tokens(&campaign.datasets[m]))
+    {
+        files.push(tokenizer_file(s));
+    }
     Source {
         name: name.to_string(),
         format: spec.format.name().to_string(),
-        files: member_files
-            .iter()
-            .flat_map(|f| f.values().flatten().cloned())
-            .collect(),
+        files,
         // everything about the dataset that is not a file: generator settings, header policy,
         // pool membership and the members' own settings; for dialogues also the source's
         // settings and the derivation's version (its own spec, with `format: dialogues` and
@@ -287,7 +346,7 @@ pub fn embed_part(
         Ok(x) => x,
         Err(reason) => return Ok(PartOutcome::Missing(reason)),
     };
-    let source = source(campaign, name, &members, &member_files);
+    let source = source(campaign, name, &members, &member_files, s);
     let model_id = embed::model_id_of(&s.model_dir)
         .with_context(|| format!("embedding model not found at {}", s.model_dir.display()))?;
     let dim = embed::model_dim_of(&s.model_dir)?;
@@ -324,9 +383,9 @@ pub fn embed_part(
             Ok(vec![vec![0.0; dim]; texts.len()])
         }),
     };
-    let read_all = || read_members(campaign, name, &members, &member_files);
+    let read_all = || read_members(campaign, name, &members, &member_files, s);
     let mut read_error: Option<anyhow::Error> = None;
-    let ran = export::embed_only(
+    let ran = export::embed_only_spanned(
         &source,
         || {
             read_all().map_err(|e| {
@@ -368,8 +427,8 @@ pub fn open(
         Ok(x) => x,
         Err(reason) => return Ok(DatasetState::Missing(reason)),
     };
-    let source = source(campaign, name, &members, &member_files);
-    let read_all = || read_members(campaign, name, &members, &member_files);
+    let source = source(campaign, name, &members, &member_files, s);
+    let read_all = || read_members(campaign, name, &members, &member_files, s);
 
     let model_id = embed::model_id_of(&s.model_dir).with_context(|| {
         format!(
@@ -419,7 +478,7 @@ pub fn open(
         .transpose()?;
     let (export, how) = loop {
         let mut read_error: Option<anyhow::Error> = None;
-        let result = export::prepare(
+        let result = export::prepare_spanned(
             &source,
             || match read_all() {
                 Ok(r) => Ok(r),
@@ -570,7 +629,7 @@ legs: {}
         let s = settings(Some(dir.path().to_path_buf()));
         let source_of = |name: &str| {
             let (members, files) = members_of(&c, name, &s).unwrap();
-            source(&c, name, &members, &files)
+            source(&c, name, &members, &files, &s)
         };
         let m = source_of("m");
         assert_eq!(m.format, "musique");
@@ -592,6 +651,59 @@ legs: {}
         );
         assert_eq!(source_of("p").format, "pool");
         assert_eq!(source_of("s").format, "synthetic");
+    }
+
+    #[test]
+    fn chunk_settings_are_part_of_the_export_identity() {
+        let c = Campaign::parse(
+            "datasets:
+  docs: {format: documents, files: {documents: d.jsonl, queries: q.jsonl, qrels: r.txt}, chunking: {size: [64, 128], unit: tokens}}
+  chars: {format: documents, files: {documents: d.jsonl, queries: q.jsonl, qrels: r.txt}, chunking: {size: 64, unit: chars}}
+  whole: {format: documents, files: {documents: d.jsonl, queries: q.jsonl, qrels: r.txt}}
+legs: {}
+",
+            "test",
+        )
+        .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        for f in ["d.jsonl", "q.jsonl", "r.txt"] {
+            std::fs::write(dir.path().join(f), "").unwrap();
+        }
+        let mut s = settings(Some(dir.path().to_path_buf()));
+        s.model_dir = dir.path().join("model");
+        let source_of = |name: &str| {
+            let (members, files) = members_of(&c, name, &s).unwrap();
+            source(&c, name, &members, &files, &s)
+        };
+        let (a, b) = (
+            source_of("docs@size64-overlap0"),
+            source_of("docs@size128-overlap0"),
+        );
+        assert_ne!(a.extra, b.extra, "another size is another export");
+        for src in [&a, &b, &source_of("chars")] {
+            assert!(src.extra.contains(CHUNKER_ID), "{}", src.extra);
+        }
+        assert!(a
+            .extra
+            .contains(r#""chunking":{"size":64,"overlap":0,"unit":"tokens"}"#));
+        // chunks in tokens depend on the tokenizer file: it is hashed as an input
+        let tok = dir.path().join("model/tokenizer.json");
+        assert_eq!(a.files.last(), Some(&tok));
+        assert!(!source_of("chars").files.contains(&tok));
+        let whole = source_of("whole");
+        assert!(!whole.files.contains(&tok) && !whole.extra.contains("chunker"));
+        // the planned keys differ too (the key hashes the tokenizer, which must exist)
+        std::fs::create_dir_all(tok.parent().unwrap()).unwrap();
+        std::fs::write(&tok, "{}").unwrap();
+        let key = |src: &Source| {
+            export::planned_manifest(src, &PrepareConfig::default(), "m@1", 8)
+                .unwrap()
+                .input_key
+        };
+        assert_ne!(key(&a), key(&b));
+        let before = key(&a);
+        std::fs::write(&tok, "{\"changed\": 1}").unwrap();
+        assert_ne!(key(&a), before, "a changed tokenizer is another export");
     }
 
     #[test]

@@ -27,6 +27,7 @@ pub mod bench;
 pub mod breakdown;
 pub mod cache;
 pub mod campaign;
+pub mod chunking;
 pub mod cli;
 pub mod compare;
 pub mod contract;

@@ -150,6 +150,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
         }
         Command::CompareLegs(a) => {
+            if a.dataset_b.is_some() {
+                anyhow::bail!("--dataset-b applies to compare-curves only");
+            }
             let (results, stats) = (&s.results, &campaign.stats);
             let c = match &a.by {
                 Some(by) => compare::compare_legs_by(results, &a.dataset, &a.a, &a.b, by, stats)?,
@@ -162,7 +165,15 @@ fn run(cli: Cli) -> Result<ExitCode> {
             if a.by.is_some() {
                 anyhow::bail!("--by applies to compare-legs only");
             }
-            let c = spend::compare(&s.results, &a.dataset, &a.a, &a.b, &campaign.stats)?;
+            let c = match &a.dataset_b {
+                None => spend::compare(&s.results, &a.dataset, &a.a, &a.b, &campaign.stats)?,
+                Some(db) => spend::compare_across(
+                    &s.results,
+                    (&a.dataset, &a.a),
+                    (db, &a.b),
+                    &campaign.stats,
+                )?,
+            };
             out!("{}", spend::table(&c));
             write_json(a.json.as_deref(), &c)?;
         }

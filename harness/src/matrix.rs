@@ -72,10 +72,20 @@ pub fn run(campaign: &Campaign, s: &MatrixSettings) -> Result<Vec<(CellSummary, 
                 }
             );
             let qrels = trec::qrels_text(export, &query_indices(export, s.limit));
-            trec::write(
-                &s.results.join("runs").join(dataset).join("qrels.txt"),
-                &qrels,
-            )?;
+            let runs = s.results.join("runs").join(dataset);
+            trec::write(&runs.join("qrels.txt"), &qrels)?;
+            // chunked documents: the run files' docnos -> their source spans
+            match trec::chunks_text(export) {
+                Some(text) => trec::write(&runs.join("chunks.tsv"), &text)?,
+                None => match std::fs::remove_file(runs.join("chunks.tsv")) {
+                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                        return Err(e).with_context(|| {
+                            format!("removing {}", runs.join("chunks.tsv").display())
+                        })
+                    }
+                    _ => {}
+                },
+            }
         }
         for leg in legs {
             let failed = summary::CellPaths::new(&s.results, dataset, leg).failed;

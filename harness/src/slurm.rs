@@ -228,8 +228,9 @@ fn extra_line(line: &str) -> Result<String> {
     Ok(format!("#SBATCH {option}"))
 }
 
-/// Dataset and leg names as they appear in campaigns (`[A-Za-z0-9._-]`), so that the comma
-/// lists and the `dataset/leg` cell list are unambiguous.
+/// Dataset and leg names as they appear in campaigns (`[A-Za-z0-9._-]`, and `@` between a
+/// dataset and its chunking variant), so that the comma lists and the `dataset/leg` cell list
+/// are unambiguous.
 fn check_names(names: &[String], option: &str) -> Result<()> {
     if names.is_empty() {
         bail!("{option}: no names");
@@ -238,7 +239,7 @@ fn check_names(names: &[String], option: &str) -> Result<()> {
         if name.is_empty()
             || !name
                 .chars()
-                .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+                .all(|c| c.is_ascii_alphanumeric() || "._-@".contains(c))
         {
             bail!("{option}: `{name}` is not a dataset or leg name");
         }

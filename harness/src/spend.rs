@@ -1,6 +1,8 @@
 //! Equal-spend comparison of two selecting legs on one dataset: at every budget of their curves,
 //! the paired difference (B − A) of each curve metric with a bootstrap 95% CI, and the same for
-//! the area under the curve.
+//! the area under the curve. [`compare_across`] takes B from another dataset with the same
+//! queries (another chunking variant of the same documents: "which chunk size" at equal
+//! spend); the pairs are by query, so the query sets must be equal.
 //!
 //! The area is per query: the trapezoid rule over log2(budget), divided by the log2 span of the
 //! budgets, so it is the metric's average over the curve on the log axis the plots use, in the
@@ -37,8 +39,11 @@ pub struct Delta {
 /// The comparison.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SpendComparison {
-    /// Dataset.
+    /// Dataset (of leg A).
     pub dataset: String,
+    /// The dataset of leg B, when it is not `dataset` ([`compare_across`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dataset_b: Option<String>,
     /// Leg A.
     pub a: String,
     /// Leg B.
@@ -100,11 +105,22 @@ pub fn compare(
     b: &str,
     cfg: &StatsConfig,
 ) -> Result<SpendComparison> {
+    compare_across(results, (dataset, a), (dataset, b), cfg)
+}
+
+/// Compares leg `a` of dataset `da` with leg `b` of dataset `db` (`(dataset, leg)` pairs) from
+/// the curves in `results`, query by query.
+pub fn compare_across(
+    results: &Path,
+    (dataset, a): (&str, &str),
+    (db, b): (&str, &str),
+    cfg: &StatsConfig,
+) -> Result<SpendComparison> {
     if cfg.ci == crate::campaign::CiMode::Off {
         bail!("compare-spend reports paired CIs, and the campaign sets `stats.ci: off`");
     }
     let (ja, pa) = curve::paths(results, dataset, a);
-    let (jb, pb) = curve::paths(results, dataset, b);
+    let (jb, pb) = curve::paths(results, db, b);
     let (ca, cb) = (
         curve::read_verified(&ja, &pa)?,
         curve::read_verified(&jb, &pb)?,
@@ -112,6 +128,9 @@ pub fn compare(
     let (ids_a, per_a) = curve::read_rows(&pa)?;
     let (ids_b, per_b) = curve::read_rows(&pb)?;
     if ids_a != ids_b {
+        if db != dataset {
+            bail!("{dataset} x {a} and {db} x {b} were measured on different query sets: not comparable");
+        }
         bail!("{dataset}: {a} and {b} were measured on different query sets: not comparable");
     }
     if per_a.keys().ne(per_b.keys()) {
@@ -119,6 +138,7 @@ pub fn compare(
     }
     let mut out = SpendComparison {
         dataset: dataset.into(),
+        dataset_b: (db != dataset).then(|| db.to_string()),
         a: a.into(),
         b: b.into(),
         budgets: BTreeMap::new(),
@@ -162,7 +182,14 @@ pub fn table(c: &SpendComparison) -> String {
         .map(|d| d.n)
         .max()
         .unwrap_or(0);
-    let _ = writeln!(out, "{}: B = {} minus A = {} at equal token budgets ({n} queries; Δ [95% paired bootstrap CI])\n", c.dataset, c.b, c.a);
+    match &c.dataset_b {
+        None => {
+            let _ = writeln!(out, "{}: B = {} minus A = {} at equal token budgets ({n} queries; Δ [95% paired bootstrap CI])\n", c.dataset, c.b, c.a);
+        }
+        Some(db) => {
+            let _ = writeln!(out, "B = {db} x {} minus A = {} x {} at equal token budgets ({n} queries; Δ [95% paired bootstrap CI])\n", c.b, c.dataset, c.a);
+        }
+    }
     let _ = write!(out, "| budget | tokens A | tokens B |");
     for m in &names {
         let _ = write!(out, " Δ {m} |");

@@ -65,6 +65,33 @@ pub fn qrels_text(export: &Export, query_indices: &[usize]) -> String {
     out
 }
 
+/// The header line of [`chunks_text`].
+pub const CHUNKS_HEADER: &str = "chunk_id\tdoc_id\tchar_start\tchar_end";
+
+/// `runs/<dataset>/chunks.tsv`: where each chunk cut from a longer document lies, so every
+/// docno of the dataset's run files cites a source span: a header line, then one
+/// `chunk_id<TAB>doc_id<TAB>char_start<TAB>char_end` line per chunk with a span, in chunk id
+/// order. Ids are encoded as in the run files ([`encode_id`]), so a docno is looked up as it
+/// is; `[char_start, char_end)` counts Unicode code points of the document's text (Python's
+/// `text[char_start:char_end]`). `None` when no chunk has a span (passages as published).
+pub fn chunks_text(export: &Export) -> Option<String> {
+    let mut out = String::new();
+    for c in &export.chunks {
+        let (Some(span), Some(doc)) = (c.span, c.doc) else {
+            continue;
+        };
+        let _ = writeln!(
+            out,
+            "{}\t{}\t{}\t{}",
+            encode_id(&c.id),
+            encode_id(&export.docs[doc as usize]),
+            span.start,
+            span.end
+        );
+    }
+    (!out.is_empty()).then(|| format!("{CHUNKS_HEADER}\n{out}"))
+}
+
 /// Writes `text` atomically.
 pub fn write(path: &Path, text: &str) -> Result<()> {
     fsx::write_atomic(path, text.as_bytes())

@@ -9,7 +9,7 @@ use super::{Chunk, EmbedFn, PrepareConfig, QueryRecord, Source};
 use crate::enrich::{self, KnowledgeGraph};
 use crate::error::{Error, Result};
 use crate::lexical::{Bm25Index, Tokenizer};
-use crate::model::{question_pieces, QuestionPiece, RawDataset, SubQuestion};
+use crate::model::{question_pieces, QuestionPiece, SpannedDataset, SubQuestion};
 use crate::simgraph::SimGraph;
 use crate::tokens::heuristic_tokens;
 
@@ -68,10 +68,11 @@ fn flatten(vectors: Vec<Vec<f32>>, dim: usize, what: &str) -> Result<Vec<f32>> {
 
 pub(super) fn build(
     source: &Source,
-    raw: RawDataset,
+    spanned: SpannedDataset,
     config: &PrepareConfig,
     embed: &mut EmbedFn<'_>,
 ) -> Result<Built> {
+    let SpannedDataset { raw, spans } = spanned;
     let origin = PathBuf::from(format!("<dataset {}>", source.name));
     config
         .simgraph
@@ -104,6 +105,35 @@ pub(super) fn build(
         .enumerate()
         .map(|(i, d)| (d.as_str(), i as u32))
         .collect();
+    // a span locates a passage in its document: one without a passage, or on a passage without
+    // a document, locates nothing
+    if let Some(id) = spans.keys().find(|id| !index.contains_key(id.as_str())) {
+        return Err(Error::field(
+            &origin,
+            id,
+            "char_start",
+            "a span of no passage",
+        ));
+    }
+    if let Some(p) = passages
+        .iter()
+        .find(|p| p.doc.is_none() && spans.contains_key(&p.id))
+    {
+        return Err(Error::field(
+            &origin,
+            &p.id,
+            "char_start",
+            "a span of a passage without a document",
+        ));
+    }
+    if let Some((id, s)) = spans.iter().find(|(_, s)| s.end <= s.start) {
+        return Err(Error::field(
+            &origin,
+            id,
+            "char_end",
+            format!("{} must be greater than char_start ({})", s.end, s.start),
+        ));
+    }
     let chunks: Vec<Chunk> = passages
         .iter()
         .map(|p| {
@@ -114,6 +144,7 @@ pub(super) fn build(
                 text: p.text.clone(),
                 header: p.header.clone(),
                 tokens: 0,
+                span: spans.get(&p.id).copied(),
             };
             c.tokens = heuristic_tokens(&c.full_text());
             c

@@ -2,8 +2,8 @@
 //!
 //! ```text
 //! results/exports/<dataset>/
-//!   corpus.parquet         chunk_id, doc_id, title, text, context_header, token_count,
-//!                          embedding, [embedding_content],
+//!   corpus.parquet         chunk_id, doc_id, char_start, char_end, title, text,
+//!                          context_header, token_count, embedding, [embedding_content],
 //!                          kg_node_ids, kg_reach, kg_community, kg_node_centrality
 //!                                                          (rows sorted by chunk_id)
 //!   queries.parquet        query_id, text, embedding, gold_chunk_ids, gold_doc_ids,
@@ -20,6 +20,10 @@
 //!   simgraph-communities.parquet  chunk, community        crate::simgraph)
 //!   manifest.json          blake3 of every file above, of the raw inputs and of the config
 //! ```
+//!
+//! `char_start` and `char_end` (nullable u32) locate a chunk cut from a longer document in that
+//! document's text (`doc_id`): `[char_start, char_end)` in Unicode code points (see
+//! [`crate::chunk`]); both are null for passages read as published.
 //!
 //! Chunks are sorted by record id when the export is built, so the `u32` chunk index orders
 //! exactly like the record ids and "ties break on ascending id" is an integer comparison
@@ -55,15 +59,17 @@ use serde::{Deserialize, Serialize};
 use crate::enrich::{self, EnrichConfig, KgIndex, KgStats, KnowledgeGraph};
 use crate::error::Result;
 use crate::lexical::{Bm25Index, Bm25Params};
-use crate::model::{RawDataset, SubQuestion, Turn};
+use crate::model::{RawDataset, Span, SpannedDataset, SubQuestion, Turn};
 use crate::simgraph::{SimGraph, SimGraphConfig, SIMGRAPH_FILES};
 
 pub use build::subquery_texts;
 pub use identity::{planned_manifest, read_manifest};
 pub use read::load;
 
-/// Version of the export layout; part of every input key, so a layout change re-prepares.
-pub const EXPORT_VERSION: u32 = 3;
+/// Version of the export layout; part of every input key, so a layout change re-prepares, and
+/// checked by [`load`], so an export of another layout is never read. 4: `char_start` and
+/// `char_end` in `corpus.parquet`.
+pub const EXPORT_VERSION: u32 = 4;
 
 /// Settings that change what an export contains (all are hashed into its input key).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -118,6 +124,8 @@ pub struct Chunk {
     pub header: Option<String>,
     /// Heuristic token count of the text the LLM would receive (`header\ntext` or `text`).
     pub tokens: u32,
+    /// Where the chunk lies in its document's text, for chunks cut from longer documents.
+    pub span: Option<Span>,
 }
 
 impl Chunk {
@@ -319,6 +327,24 @@ pub fn prepare(
     embed: &mut EmbedFn<'_>,
     dir: &Path,
 ) -> Result<(Manifest, Prepared)> {
+    prepare_spanned(
+        source,
+        || raw().map(SpannedDataset::from),
+        config,
+        embed,
+        dir,
+    )
+}
+
+/// [`prepare`] of a dataset whose passages may carry spans in their documents (chunked
+/// documents): the spans become the corpus's `char_start` and `char_end`.
+pub fn prepare_spanned(
+    source: &Source,
+    raw: impl FnOnce() -> Result<SpannedDataset>,
+    config: &PrepareConfig,
+    embed: &mut EmbedFn<'_>,
+    dir: &Path,
+) -> Result<(Manifest, Prepared)> {
     let planned = planned_manifest(source, config, &embed.model_id, embed.dim)?;
     if identity::reusable(dir, &planned.input_key) {
         return Ok((read_manifest(dir)?, Prepared::Reused));
@@ -336,6 +362,23 @@ pub fn prepare(
 pub fn embed_only(
     source: &Source,
     raw: impl FnOnce() -> Result<RawDataset>,
+    config: &PrepareConfig,
+    embed: &mut EmbedFn<'_>,
+    dir: &Path,
+) -> Result<bool> {
+    embed_only_spanned(
+        source,
+        || raw().map(SpannedDataset::from),
+        config,
+        embed,
+        dir,
+    )
+}
+
+/// [`embed_only`] of a dataset with spans (see [`prepare_spanned`]).
+pub fn embed_only_spanned(
+    source: &Source,
+    raw: impl FnOnce() -> Result<SpannedDataset>,
     config: &PrepareConfig,
     embed: &mut EmbedFn<'_>,
     dir: &Path,

@@ -6,11 +6,11 @@ use std::fs;
 use std::path::Path;
 
 use super::identity::{hash_file, read_manifest};
-use super::{Bm25Stats, Chunk, Export, QueryRecord, EXPORT_FILES};
+use super::{Bm25Stats, Chunk, Export, QueryRecord, EXPORT_FILES, EXPORT_VERSION};
 use crate::enrich::{self, KgIndex};
 use crate::error::{Error, Result};
 use crate::lexical::{Bm25Index, Bm25Parts, Tokenizer};
-use crate::model::SubQuestion;
+use crate::model::{Span, SubQuestion};
 use crate::parquet_io::{self as pq, Columns};
 use crate::simgraph::SimGraph;
 
@@ -24,6 +24,18 @@ fn sorted<'a>(names: &[&'a str]) -> Vec<&'a str> {
 pub fn load(dir: &Path) -> Result<Export> {
     let manifest = read_manifest(dir)?;
     let manifest_path = dir.join("manifest.json");
+    // another layout's columns mean other things (or are missing): never read one
+    if manifest.export_version != EXPORT_VERSION {
+        return Err(Error::field(
+            &manifest_path,
+            "manifest",
+            "export_version",
+            format!(
+                "is {}, this build reads version {EXPORT_VERSION}: re-run prepare",
+                manifest.export_version
+            ),
+        ));
+    }
     // the manifest lists exactly the export's own files: a name that leads elsewhere (an
     // absolute path, `..`, `/dev/zero`) would be read whole, and a file it leaves out would be
     // loaded unverified
@@ -76,6 +88,26 @@ pub fn load(dir: &Path) -> Result<Export> {
         ));
     }
     let doc_ids = cols.opt_strings("doc_id")?;
+    let starts = cols.opt_u32s("char_start")?;
+    let ends = cols.opt_u32s("char_end")?;
+    let mut spans = Vec::with_capacity(ids.len());
+    for i in 0..ids.len() {
+        let bad = |field: &str, message: &str| {
+            Error::field(
+                &path,
+                format!("row {i} (chunk {:?})", ids[i]),
+                field,
+                message,
+            )
+        };
+        spans.push(match (starts[i], ends[i], &doc_ids[i]) {
+            (None, None, _) => None,
+            (Some(start), Some(end), Some(_)) if start < end => Some(Span { start, end }),
+            (Some(_), Some(_), Some(_)) => return Err(bad("char_end", "is not above char_start")),
+            (Some(_), Some(_), None) => return Err(bad("char_start", "a span without a doc_id")),
+            _ => return Err(bad("char_end", "one of char_start and char_end is null")),
+        });
+    }
     let titles = cols.strings("title")?;
     let texts = cols.strings("text")?;
     let headers = cols.opt_strings("context_header")?;
@@ -102,6 +134,7 @@ pub fn load(dir: &Path) -> Result<Export> {
             text: texts[i].clone(),
             header: headers[i].clone(),
             tokens: tokens[i],
+            span: spans[i],
         })
         .collect();
     let index: HashMap<&str, u32> = ids

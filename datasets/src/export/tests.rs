@@ -4,7 +4,9 @@ use super::identity::hash_file;
 use super::write::f32_lists;
 use super::*;
 use crate::lexical::Tokenizer;
-use crate::model::{Passage, Question};
+use std::collections::BTreeMap;
+
+use crate::model::{Passage, Question, Span, SpannedDataset};
 use crate::parquet_io as pq;
 
 fn passage(id: &str, doc: &str, text: &str) -> Passage {
@@ -312,7 +314,7 @@ fn export_round_trips_simgraph_and_subquery_vectors() {
     let calls = std::rc::Rc::new(std::cell::Cell::new(0));
     let (m, _) = prepare(&source(), || Ok(r), &cfg, &mut fake(8, calls.clone()), &dir).unwrap();
     let e = load(&dir).unwrap();
-    assert_eq!(m.export_version, 3);
+    assert_eq!(m.export_version, EXPORT_VERSION);
     assert_eq!(e.simgraph.num_edges(), 3, "3 chunks, all pairs kept");
     assert_eq!(
         (m.stats.simgraph_edges, m.stats.simgraph_communities),
@@ -467,7 +469,7 @@ fn the_input_key_is_a_pinned_serialisation() {
     assert_eq!(m.extra, blake3::hash(b"x").to_hex().to_string());
     assert_eq!(
         m.input_key,
-        "8637bb7e79fb5971adf7863ea94a8f9650cff0abcc7a8241764b0f94f301194d"
+        "b7deac13e80186a8658bc063c9fe6a9e9adc23e9c1534c5c973e4f2c4030a884"
     );
 }
 
@@ -512,4 +514,161 @@ fn a_manifest_must_list_exactly_the_exports_files_and_each_a_regular_file() {
         e.contains("kg-edges.parquet") && e.contains("not a regular file"),
         "{e}"
     );
+}
+
+/// `raw()` with spans for two of its passages, as a chunked documents dataset would have.
+fn spanned() -> SpannedDataset {
+    let mut spans = BTreeMap::new();
+    spans.insert("a".to_string(), Span { start: 0, end: 33 });
+    spans.insert("b".to_string(), Span { start: 40, end: 90 });
+    SpannedDataset { raw: raw(), spans }
+}
+
+#[test]
+fn spans_round_trip_as_char_start_and_char_end() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("s");
+    let calls = std::rc::Rc::new(std::cell::Cell::new(0));
+    let cfg = PrepareConfig::default();
+    prepare_spanned(&source(), || Ok(spanned()), &cfg, &mut fake(8, calls), &dir).unwrap();
+    let e = load(&dir).unwrap();
+    let got: Vec<(&str, Option<Span>)> = e.chunks.iter().map(|c| (c.id.as_str(), c.span)).collect();
+    assert_eq!(
+        got,
+        [
+            ("a", Some(Span { start: 0, end: 33 })),
+            ("b", Some(Span { start: 40, end: 90 })),
+            ("c", None),
+        ]
+    );
+    let table = pq::Table::read(dir.join("corpus.parquet")).unwrap();
+    let cols = table.columns();
+    assert_eq!(
+        cols.opt_u32s("char_start").unwrap(),
+        [Some(0), Some(40), None]
+    );
+    assert_eq!(
+        cols.opt_u32s("char_end").unwrap(),
+        [Some(33), Some(90), None]
+    );
+    // an export without spans has the columns too, all null
+    let plain = tmp.path().join("p");
+    tiny(&plain);
+    assert!(load(&plain)
+        .unwrap()
+        .chunks
+        .iter()
+        .all(|c| c.span.is_none()));
+}
+
+#[test]
+fn bad_spans_are_errors_naming_the_passage() {
+    let tmp = tempfile::tempdir().unwrap();
+    let build = |s: SpannedDataset| {
+        let calls = std::rc::Rc::new(std::cell::Cell::new(0));
+        let dir = tmp.path().join("x");
+        let cfg = PrepareConfig::default();
+        prepare_spanned(&source(), || Ok(s), &cfg, &mut fake(8, calls), &dir)
+            .unwrap_err()
+            .to_string()
+    };
+    let mut s = spanned();
+    s.spans.insert("zz".into(), Span { start: 0, end: 1 });
+    let e = build(s);
+    assert!(
+        e.contains("record zz") && e.contains("a span of no passage"),
+        "{e}"
+    );
+    let mut s = spanned();
+    s.spans.insert("c".into(), Span { start: 5, end: 5 });
+    let e = build(s);
+    assert!(e.contains("record c") && e.contains("`char_end`"), "{e}");
+    let mut s = spanned();
+    s.raw.passages[0].doc = None;
+    s.spans.insert("c".into(), Span { start: 0, end: 5 });
+    let e = build(s);
+    assert!(e.contains("without a document"), "{e}");
+    assert!(!tmp.path().join("x").exists(), "nothing half-written");
+}
+
+#[test]
+fn an_export_of_another_layout_version_is_rebuilt_never_read() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("old");
+    let m = tiny(&dir);
+    // what an export of the previous layout looks like to this build: its manifest says so,
+    // and its input key (which hashes the version) is not the one this build plans
+    let mut old = serde_json::to_value(&m).unwrap();
+    old["export_version"] = serde_json::json!(EXPORT_VERSION - 1);
+    old["input_key"] = serde_json::json!("key-of-the-old-layout");
+    std::fs::write(
+        dir.join("manifest.json"),
+        serde_json::to_string_pretty(&old).unwrap(),
+    )
+    .unwrap();
+    let e = load(&dir).unwrap_err().to_string();
+    assert!(
+        e.contains("manifest.json")
+            && e.contains("`export_version`")
+            && e.contains("re-run prepare"),
+        "{e}"
+    );
+    let calls = std::rc::Rc::new(std::cell::Cell::new(0));
+    let (m2, how) = prepare(
+        &source(),
+        || Ok(raw()),
+        &PrepareConfig::default(),
+        &mut fake(8, calls),
+        &dir,
+    )
+    .unwrap();
+    assert_eq!(how, Prepared::Written);
+    assert_eq!(m2.export_version, EXPORT_VERSION);
+    load(&dir).unwrap();
+}
+
+#[test]
+fn a_span_column_out_of_shape_is_refused_on_load() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("s");
+    let calls = std::rc::Rc::new(std::cell::Cell::new(0));
+    let cfg = PrepareConfig::default();
+    prepare_spanned(&source(), || Ok(spanned()), &cfg, &mut fake(8, calls), &dir).unwrap();
+    let corpus = dir.join("corpus.parquet");
+    let good = std::fs::read(&corpus).unwrap();
+    let with_ends = |ends: Vec<Option<u32>>| {
+        std::fs::write(&corpus, &good).unwrap();
+        let batch = pq::read(&corpus).unwrap();
+        let schema = batch.schema();
+        let cols: Vec<(&str, arrow_array::ArrayRef)> = schema
+            .fields()
+            .iter()
+            .zip(batch.columns())
+            .map(|(f, a)| match f.name().as_str() {
+                "char_end" => (f.name().as_str(), pq::opt_u32s(&ends)),
+                n => (n, a.clone()),
+            })
+            .collect();
+        pq::write(&corpus, cols).unwrap();
+        let mut m = read_manifest(&dir).unwrap();
+        m.files
+            .insert("corpus.parquet".into(), hash_file(&corpus).unwrap());
+        std::fs::write(
+            dir.join("manifest.json"),
+            serde_json::to_string_pretty(&m).unwrap(),
+        )
+        .unwrap();
+        load(&dir).err().map(|e| e.to_string()).unwrap_or_default()
+    };
+    let e = with_ends(vec![None, Some(90), None]);
+    assert!(
+        e.contains("row 0 (chunk \"a\")") && e.contains("null"),
+        "{e}"
+    );
+    let e = with_ends(vec![Some(0), Some(90), None]);
+    assert!(
+        e.contains("row 0") && e.contains("not above char_start"),
+        "{e}"
+    );
+    assert_eq!(with_ends(vec![Some(33), Some(90), None]), "");
 }

@@ -78,6 +78,18 @@ fn write_files(dir: &Path, b: &Built) -> Result<()> {
             ),
         ),
         (
+            "char_start",
+            pq::opt_u32s(
+                &c.iter()
+                    .map(|c| c.span.map(|s| s.start))
+                    .collect::<Vec<_>>(),
+            ),
+        ),
+        (
+            "char_end",
+            pq::opt_u32s(&c.iter().map(|c| c.span.map(|s| s.end)).collect::<Vec<_>>()),
+        ),
+        (
             "title",
             pq::strings(&c.iter().map(|c| c.title.as_str()).collect::<Vec<_>>()),
         ),

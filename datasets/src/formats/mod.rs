@@ -15,6 +15,7 @@
 //! | [`twowiki`] | 2WikiMultihopQA v1.1 (corpus list + questions, or release) | `questions`, `corpus`? | corpus file, or union of contexts | `supporting_facts` titles | `evidences` triples |
 //! | [`mtrag`] | MTRAG-UN `reference.jsonl` + BEIR qrels | `reference`, `qrels` (list) | distinct `contexts` of all tasks | qrels, score > 0 | none |
 //! | [`beir`] | BEIR `corpus.jsonl`, `queries.jsonl`, `qrels/<split>.tsv` | `corpus`, `queries`, `qrels` | corpus file | qrels, score > 0 | none |
+//! | [`documents`] | your own long documents (JSONL) + queries, chunked at prepare time | `documents`, `queries`, `qrels`?, `spans`? | the documents' chunks ([`crate::chunk`]) | chunks of qrels documents; chunks overlapping gold spans | none |
 //!
 //! Every reader validates as it goes and stops at the first problem, with an
 //! [`Error`](crate::Error) that names the file, the record (position, JSONL line, id) and the
@@ -106,6 +107,7 @@ formats! {
     twowiki,
     mtrag,
     beir,
+    documents,
 }
 
 /// The format named `name` in [`FORMATS`].
@@ -121,7 +123,17 @@ mod tests {
     fn names_are_unique_and_stable() {
         // the names are hashed into export keys: changing one changes every such export's key
         let names: Vec<_> = FORMATS.iter().map(|f| f.name()).collect();
-        assert_eq!(names, ["musique", "hotpotqa", "twowiki", "mtrag", "beir"]);
+        assert_eq!(
+            names,
+            [
+                "musique",
+                "hotpotqa",
+                "twowiki",
+                "mtrag",
+                "beir",
+                "documents"
+            ]
+        );
         for f in FORMATS {
             assert_eq!(find(f.name()).map(|g| g.name()), Some(f.name()));
         }

@@ -8,6 +8,7 @@ mod util;
 mod bad_input;
 mod conversations;
 mod curves;
+mod documents;
 mod matrix;
 mod reliability;
 mod report_html;
