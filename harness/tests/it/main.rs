@@ -8,6 +8,7 @@ mod util;
 mod bad_input;
 mod conversations;
 mod curves;
+mod engines;
 mod matrix;
 mod reliability;
 mod report_html;
