@@ -68,6 +68,7 @@ pub fn latency(
     }
     let input = |q: usize| QueryInput {
         index: q,
+        id: &source.queries[q].id,
         text: &source.queries[q].text,
         embedding: source.query_embedding(q),
         gold: if queries_from.is_some() {
@@ -94,7 +95,7 @@ pub fn latency(
         let mut tops = BTreeMap::new();
         for q in 0..n {
             let input = input(q);
-            let sel = leg.select(&input, &leg.retrieve(&input), None)?;
+            let sel = leg.select(&input, &leg.retrieve(&input)?, None)?;
             if top > 0 {
                 let ids = sel
                     .chunks
@@ -111,7 +112,7 @@ pub fn latency(
             for q in 0..n {
                 let input = input(q);
                 let t = Instant::now();
-                let r = leg.retrieve(&input);
+                let r = leg.retrieve(&input)?;
                 let s = leg.select(&input, &r, None)?;
                 times.push(t.elapsed().as_secs_f64() * 1e3);
                 std::hint::black_box(s);
@@ -281,9 +282,9 @@ pub fn assembly(
                 &cfg.assembler.conversation,
             ));
             let t1 = Instant::now();
-            std::hint::black_box(mh.retrieve(&input));
+            std::hint::black_box(mh.retrieve(&input)?);
             let t2 = Instant::now();
-            std::hint::black_box(last.retrieve(&input));
+            std::hint::black_box(last.retrieve(&input)?);
             let t3 = Instant::now();
             if pass > 0 {
                 // pass 0 warms caches up

@@ -30,10 +30,76 @@ pub fn code_version() -> &'static str {
     })
 }
 
+/// blake3 of every file that an external engine's `command` names in a leg's resolved
+/// configuration (`{engine: external, command: [...]}` at any depth), by the argument as written.
+/// The command line alone would let an edited backend script be served from the cache; with its
+/// bytes in the key, editing it recomputes the cell. Arguments that are not files (flags, a
+/// program found on `PATH` such as `python3`) are not hashed, so an upgraded interpreter or
+/// package is not seen: `--force` after one. Relative paths resolve from the working directory,
+/// as the process's do. A file that cannot be read is recorded as such (the process will fail).
+pub fn engine_files(config: &serde_json::Value) -> std::collections::BTreeMap<String, String> {
+    use serde_json::Value;
+    fn walk(v: &Value, out: &mut std::collections::BTreeMap<String, String>) {
+        match v {
+            Value::Object(m) => {
+                if m.get("engine").and_then(Value::as_str) == Some("external") {
+                    for arg in m
+                        .get("command")
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten()
+                    {
+                        let Some(arg) = arg.as_str() else { continue };
+                        let path = Path::new(arg);
+                        if !path.is_file() {
+                            continue;
+                        }
+                        let hash = match std::fs::read(path) {
+                            Ok(bytes) => blake3::hash(&bytes).to_hex().to_string(),
+                            Err(e) => format!("unreadable: {e}"),
+                        };
+                        out.insert(arg.to_string(), hash);
+                    }
+                }
+                m.values().for_each(|x| walk(x, out));
+            }
+            Value::Array(a) => a.iter().for_each(|x| walk(x, out)),
+            _ => {}
+        }
+    }
+    let mut out = std::collections::BTreeMap::new();
+    walk(config, &mut out);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::collections::BTreeMap;
+
+    #[test]
+    fn the_files_an_external_command_names_are_hashed_at_any_depth() {
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("b.py");
+        std::fs::write(&script, "print(1)").unwrap();
+        let s = script.display().to_string();
+        let config = serde_json::json!({
+            "kind": "graph_rescue_packed",
+            "rescue": {"lexical": {"engine": "external", "command": ["python3", s, "--k", "3"]}},
+            "dense": {"engine": "exact"},
+        });
+        let files = engine_files(&config);
+        assert_eq!(files.keys().collect::<Vec<_>>(), vec![&s]);
+        assert_eq!(files[&s], blake3::hash(b"print(1)").to_hex().to_string());
+        std::fs::write(&script, "print(2)").unwrap();
+        assert_ne!(
+            engine_files(&config)[&s],
+            files[&s],
+            "an edit changes the key"
+        );
+        // no external engine, nothing hashed (and nothing added to the key)
+        assert!(engine_files(&serde_json::json!({"kind": "bm25", "pool_k": 100})).is_empty());
+    }
 
     #[test]
     fn keys_are_stable_and_sensitive() {

@@ -243,19 +243,22 @@ pub fn run(
     let which = metrics::curve_metrics();
     let names = metric_names();
     let started = Instant::now();
-    let rows: Vec<Result<Vec<Row>, String>> = pool.install(|| {
+    let rows: Vec<Result<Vec<Row>, evaluate::QueryFailure>> = pool.install(|| {
         idx.par_iter()
             .map(|&q| {
                 let input = QueryInput::from_export(export, q);
                 let t0 = Instant::now();
-                let retrieval = leg.retrieve(&input);
+                let retrieval = leg
+                    .retrieve(&input)
+                    .map_err(|e| evaluate::QueryFailure::of(&export.queries[q].id, &e))?;
                 let retrieve_ms = t0.elapsed().as_secs_f64() * 1e3;
                 budgets
                     .iter()
                     .map(|&b| {
                         let t = Instant::now();
                         let sel = leg.select(&input, &retrieval, Some(b)).map_err(|e| {
-                            format!("query {}, budget {b}: {e}", export.queries[q].id)
+                            let id = format!("{}, budget {b}", export.queries[q].id);
+                            evaluate::QueryFailure::of(&id, &e)
                         })?;
                         let select_ms = t.elapsed().as_secs_f64() * 1e3;
                         Ok(Row {
@@ -270,10 +273,11 @@ pub fn run(
             .collect()
     });
     let wall_ms = started.elapsed().as_secs_f64() * 1e3;
-    let rows: Vec<Vec<Row>> = rows
-        .into_iter()
-        .collect::<Result<_, String>>()
-        .map_err(anyhow::Error::msg)?;
+    let (rows, failures): (Vec<_>, Vec<_>) = rows.into_iter().partition(Result::is_ok);
+    if let Some(reason) = evaluate::cell_failure(failures.into_iter().filter_map(Result::err)) {
+        anyhow::bail!(reason);
+    }
+    let rows: Vec<Vec<Row>> = rows.into_iter().filter_map(Result::ok).collect();
     let mut points = Vec::new();
     let mut timings = Vec::new();
     for (bi, &budget) in budgets.iter().enumerate() {

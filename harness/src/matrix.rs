@@ -191,10 +191,12 @@ pub fn cell_inputs(
     export: Option<&Export>,
 ) -> (CellInputs, String) {
     let idx = export.map(|e| query_indices(e, s.limit));
+    let leg_config = serde_json::to_value(&campaign.legs[leg_name]).expect("leg spec serialises");
     let inputs = CellInputs {
         export: export.map(|e| e.manifest.content_hash()),
         model_id: export.map(|e| e.manifest.model_id.clone()),
-        leg_config: serde_json::to_value(&campaign.legs[leg_name]).expect("leg spec serialises"),
+        engine_files: cache::engine_files(&leg_config),
+        leg_config,
         query_set: export
             .zip(idx.as_deref())
             .map(|(e, i)| query_set_hash(e, i)),
@@ -304,6 +306,19 @@ fn run_cell(
             summary::write_summary(&paths.summary, &cell)?;
             return Ok(((cell, CellOutcome::Missing), None));
         }
+        Err(e @ LegError::Engine(_)) => {
+            // an engine that cannot start fails its cell, not the run
+            let cell = CellSummary::without_numbers(
+                dataset,
+                leg_name,
+                Status::Error,
+                e.to_string(),
+                key,
+                inputs,
+            );
+            summary::write_summary(&paths.summary, &cell)?;
+            return Ok(((cell, CellOutcome::Computed), None));
+        }
         Err(e) => return Err(e.into()),
     };
 
@@ -315,17 +330,16 @@ fn run_cell(
         idx.len() as u64,
     );
     let started = Instant::now();
-    let results: Vec<Result<QueryResult, String>> = pool.install(|| {
+    let results: Vec<Result<QueryResult, evaluate::QueryFailure>> = pool.install(|| {
         idx.par_iter()
             .map(|&q| {
                 let input = QueryInput::from_export(&export, q);
+                let fail = |e: LegError| evaluate::QueryFailure::of(&export.queries[q].id, &e);
+                // the timed span includes an external engine's round trip
                 let t0 = Instant::now();
-                let retrieval = leg.retrieve(&input);
+                let retrieval = leg.retrieve(&input).map_err(fail)?;
                 let t1 = Instant::now();
-                let selection = match leg.select(&input, &retrieval, None) {
-                    Ok(s) => s,
-                    Err(e) => return Err(format!("query {}: {e}", export.queries[q].id)),
-                };
+                let selection = leg.select(&input, &retrieval, None).map_err(fail)?;
                 let t2 = Instant::now();
                 let rec = &export.queries[q];
                 let mut diagnostics = retrieval.diagnostics.clone();
@@ -360,16 +374,15 @@ fn run_cell(
     });
     let wall_ms = started.elapsed().as_secs_f64() * 1e3;
     bar.finish();
-    let results: Vec<QueryResult> = match results.into_iter().collect() {
-        Ok(r) => r,
-        Err(reason) => {
-            // a leg that cannot select is an `error` cell with its reason, never zeros
-            let cell =
-                CellSummary::without_numbers(dataset, leg_name, Status::Error, reason, key, inputs);
-            summary::write_summary(&paths.summary, &cell)?;
-            return Ok(((cell, CellOutcome::Computed), None));
-        }
-    };
+    let (results, failures): (Vec<_>, Vec<_>) = results.into_iter().partition(Result::is_ok);
+    let results: Vec<QueryResult> = results.into_iter().filter_map(Result::ok).collect();
+    if let Some(reason) = evaluate::cell_failure(failures.into_iter().filter_map(Result::err)) {
+        // a leg that cannot retrieve or select is an `error` cell with its reason, never zeros
+        let cell =
+            CellSummary::without_numbers(dataset, leg_name, Status::Error, reason, key, inputs);
+        summary::write_summary(&paths.summary, &cell)?;
+        return Ok(((cell, CellOutcome::Computed), None));
+    }
 
     let lat =
         |f: &dyn Fn(&QueryResult) -> f64| Dist::of(&results.iter().map(f).collect::<Vec<_>>());

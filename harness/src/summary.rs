@@ -46,6 +46,10 @@ pub struct CellInputs {
     pub model_id: Option<String>,
     /// The leg's resolved configuration (kind and every parameter, defaults filled in).
     pub leg_config: serde_json::Value,
+    /// blake3 of the files an external engine's command names ([`crate::cache::engine_files`]);
+    /// absent for legs on the built-in engines, so their keys are what they were.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub engine_files: std::collections::BTreeMap<String, String>,
     /// blake3 over the evaluated query ids and their gold (after `--limit`).
     pub query_set: Option<String>,
     /// `--limit`, if any.

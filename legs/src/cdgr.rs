@@ -738,7 +738,7 @@ impl Leg for CdgrLeg {
         &self.export
     }
 
-    fn retrieve(&self, q: &QueryInput<'_>) -> Retrieval {
+    fn retrieve(&self, q: &QueryInput<'_>) -> Result<Retrieval, LegError> {
         let space = ExportSpace::of(&self.export);
         let mut diagnostics = BTreeMap::new();
         let subs = if self.mode.task() {
@@ -765,7 +765,7 @@ impl Leg for CdgrLeg {
             }
         };
         env.diagnostics(&mut diagnostics);
-        Retrieval {
+        Ok(Retrieval {
             ranked: env
                 .facts
                 .iter()
@@ -773,7 +773,7 @@ impl Leg for CdgrLeg {
                 .collect(),
             diagnostics,
             ..Default::default()
-        }
+        })
     }
 
     fn select(

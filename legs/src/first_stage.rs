@@ -1,21 +1,35 @@
 //! The first stage every composing leg starts from: its parameter groups ([`Pool`], [`Rrf`],
-//! [`FirstStage`]) and the hybrid base ([`Hybrid`]: dense and BM25 fused by RRF, then
-//! max-normalised: the seed's base stage and the `bm25` leg).
+//! the engine of each side: [`DenseEngine`], [`LexicalEngine`], and [`FirstStage`], which holds
+//! them all) and the hybrid base ([`Hybrid`]: dense and BM25 fused by RRF, then max-normalised:
+//! the seed's base stage and the `bm25` leg).
 //!
 //! RRF uses 0-based ranks, as in the seed's code: `1 / (rrf_k + rank)`. So `rrf_k` must be
 //! positive (at 0 the head's score would be infinite), and that is the one rule every leg
 //! shares.
+//!
+//! ## Which engine answers each side
+//!
+//! `dense: {engine: exact | external, ...}` and `lexical: {engine: bm25 | external, ...}` are
+//! nested maps in the flat leg map (`external` takes the [`ExternalSpec`] fields: `command`,
+//! `timeout_ms`, `startup_timeout_ms`). The built-in engine is the default, and a side left at
+//! its default is **omitted** from the resolved parameters: `hopbench legs`, `--show-settings`
+//! and every cell key of a leg that does not choose an engine are exactly what they were before
+//! engines could be chosen, so no cache is invalidated by the option existing. A side that
+//! names another engine prints (and hashes) the whole group with every default filled in.
+//! Another engine (an embedded ANN index with its `hnsw_ef`, say) is one variant of the side's
+//! enum, one arm in [`EngineChoice::read`] / [`EngineChoice::write`], and one in its `build`.
 
 use std::sync::Arc;
 
 use hopbench_datasets::export::Export;
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use crate::candidate::Candidate;
-use crate::engine::{Bm25, Engine, ExactDense, Vectors};
+use crate::engine::{Bm25, Engine, ExactDense, ExternalEngine, ExternalSpec, Side, Vectors};
 use crate::fuse::{rrf, unit_scaled};
 use crate::leg::{LegError, QueryInput, Ranker, Retrieval};
-use crate::params::{Check, Checked};
+use crate::params::{Check, Checked, Flat, ParamError};
 use crate::{flat_params, leaf_params};
 
 /// `pool_k`: candidates each first-stage engine returns (the seed's 100).
@@ -60,22 +74,221 @@ impl Checked for Rrf {
 
 leaf_params!(Pool, Rrf);
 
+/// One side's engine choice: read from, and written to, its nested map `{engine: NAME, ...}`
+/// under [`EngineChoice::KEY`]. The [`Default`] is the built-in engine, which takes no
+/// parameters and is left out of the resolved map.
+pub trait EngineChoice: Sized + Default + PartialEq {
+    /// The campaign key of the side (`dense`, `lexical`).
+    const KEY: &'static str;
+    /// The engine names the side accepts, the built-in first.
+    const ENGINES: &'static [&'static str];
+    /// The choice named `engine`, from the rest of its map (`engine` removed).
+    fn read(engine: &str, rest: Flat) -> Result<Self, String>;
+    /// The engine's name and its parameters (every default filled in).
+    fn write(&self) -> (&'static str, Flat);
+    /// Range checks; errors name `<KEY>.<field>`.
+    fn check_choice(&self, c: &Check<'_>) -> Result<(), LegError>;
+}
+
+/// `dense`: which engine answers the dense side.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum DenseEngine {
+    /// The exact cosine scan ([`ExactDense`]).
+    #[default]
+    Exact,
+    /// A process speaking the JSON-lines protocol ([`crate::engine::external`]).
+    External(ExternalSpec),
+}
+
+/// `lexical`: which engine answers the lexical side.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum LexicalEngine {
+    /// The export's BM25 index ([`Bm25`]).
+    #[default]
+    Bm25,
+    /// A process speaking the JSON-lines protocol ([`crate::engine::external`]).
+    External(ExternalSpec),
+}
+
+/// A builtin takes no parameters: anything besides `engine` is a mistake, not a no-op.
+fn no_params(engine: &str, rest: &Flat) -> Result<(), String> {
+    match rest.keys().next() {
+        Some(k) => Err(format!("engine `{engine}` takes no parameters, got `{k}`")),
+        None => Ok(()),
+    }
+}
+
+fn external(rest: Flat) -> Result<ExternalSpec, String> {
+    serde_json::from_value(Value::Object(rest)).map_err(|e| format!("engine `external`: {e}"))
+}
+
+fn external_map(spec: &ExternalSpec) -> Flat {
+    match serde_json::to_value(spec) {
+        Ok(Value::Object(m)) => m,
+        other => unreachable!("an external spec serialises to a map, got {other:?}"),
+    }
+}
+
+impl EngineChoice for DenseEngine {
+    const KEY: &'static str = "dense";
+    const ENGINES: &'static [&'static str] = &["exact", "external"];
+    fn read(engine: &str, rest: Flat) -> Result<Self, String> {
+        match engine {
+            "exact" => no_params(engine, &rest).map(|()| DenseEngine::Exact),
+            "external" => external(rest).map(DenseEngine::External),
+            _ => Err(String::new()),
+        }
+    }
+    fn write(&self) -> (&'static str, Flat) {
+        match self {
+            DenseEngine::Exact => ("exact", Flat::new()),
+            DenseEngine::External(s) => ("external", external_map(s)),
+        }
+    }
+    fn check_choice(&self, c: &Check<'_>) -> Result<(), LegError> {
+        match self {
+            DenseEngine::Exact => Ok(()),
+            DenseEngine::External(s) => s.check(c, Self::KEY),
+        }
+    }
+}
+
+impl EngineChoice for LexicalEngine {
+    const KEY: &'static str = "lexical";
+    const ENGINES: &'static [&'static str] = &["bm25", "external"];
+    fn read(engine: &str, rest: Flat) -> Result<Self, String> {
+        match engine {
+            "bm25" => no_params(engine, &rest).map(|()| LexicalEngine::Bm25),
+            "external" => external(rest).map(LexicalEngine::External),
+            _ => Err(String::new()),
+        }
+    }
+    fn write(&self) -> (&'static str, Flat) {
+        match self {
+            LexicalEngine::Bm25 => ("bm25", Flat::new()),
+            LexicalEngine::External(s) => ("external", external_map(s)),
+        }
+    }
+    fn check_choice(&self, c: &Check<'_>) -> Result<(), LegError> {
+        match self {
+            LexicalEngine::Bm25 => Ok(()),
+            LexicalEngine::External(s) => s.check(c, Self::KEY),
+        }
+    }
+}
+
+impl DenseEngine {
+    /// The engine over `vectors` of `export` (starts the process of an external engine).
+    pub fn build(
+        &self,
+        export: &Arc<Export>,
+        vectors: Vectors,
+    ) -> Result<Box<dyn Engine>, LegError> {
+        Ok(match self {
+            DenseEngine::Exact => Box::new(ExactDense::new(export.clone(), vectors)?),
+            DenseEngine::External(spec) => {
+                vectors.available_in(export)?;
+                Box::new(ExternalEngine::start(export, Side::Dense(vectors), spec)?)
+            }
+        })
+    }
+}
+
+impl LexicalEngine {
+    /// The engine over `export` (starts the process of an external engine).
+    pub fn build(&self, export: &Arc<Export>) -> Result<Box<dyn Engine>, LegError> {
+        Ok(match self {
+            LexicalEngine::Bm25 => Box::new(Bm25::new(export.clone())),
+            LexicalEngine::External(spec) => {
+                Box::new(ExternalEngine::start(export, Side::Lexical, spec)?)
+            }
+        })
+    }
+}
+
+/// Reads side `E` from its key of `map` (absent: the built-in engine).
+fn take_choice<E: EngineChoice>(map: &Flat) -> Result<E, ParamError> {
+    let key = E::KEY;
+    let known = E::ENGINES.join(", ");
+    let err = |m: String| ParamError(format!("parameter `{key}`: {m}"));
+    let Some(value) = map.get(key) else {
+        return Ok(E::default());
+    };
+    let Value::Object(group) = value else {
+        return Err(err(format!(
+            "must be a map like {{engine: {}}}, got {value}",
+            E::ENGINES[0]
+        )));
+    };
+    let mut rest = group.clone();
+    let engine = match rest.remove("engine") {
+        Some(Value::String(e)) => e,
+        Some(other) => return Err(err(format!("`engine` must be a string, got {other}"))),
+        None => return Err(err(format!("missing `engine` (one of: {known})"))),
+    };
+    E::read(&engine, rest).map_err(|m| {
+        if m.is_empty() {
+            err(format!("unknown engine `{engine}` (known: {known})"))
+        } else {
+            err(m)
+        }
+    })
+}
+
+/// Writes side `E` under its key, unless it is the default (see the module docs).
+fn put_choice<E: EngineChoice>(choice: &E, map: &mut Flat) {
+    if *choice == E::default() {
+        return;
+    }
+    let (engine, mut group) = choice.write();
+    group.insert("engine".into(), Value::String(engine.into()));
+    map.insert(E::KEY.into(), Value::Object(group));
+}
+
+/// Registers engine choices as parameter groups of one nested key each.
+macro_rules! engine_params {
+    ($($ty:ty),+ $(,)?) => {$(
+        impl $crate::params::Params for $ty {
+            fn keys(out: &mut Vec<&'static str>) {
+                out.push(<$ty as EngineChoice>::KEY);
+            }
+            fn take(map: &Flat) -> Result<Self, ParamError> {
+                take_choice(map)
+            }
+            fn put(&self, map: &mut Flat) {
+                put_choice(self, map)
+            }
+            fn check(&self, c: &Check<'_>) -> Result<(), LegError> {
+                self.check_choice(c)
+            }
+        }
+    )+};
+}
+
+engine_params!(DenseEngine, LexicalEngine);
+
 flat_params! {
-    /// The hybrid first stage's parameters: `pool_k` from each engine, fused with `rrf_k`.
+    /// The hybrid first stage's parameters: `pool_k` from each engine, fused with `rrf_k`, and
+    /// which engine answers each side.
     pub struct FirstStage {
         /// Candidates from each engine.
         pub pool: Pool,
         /// The fusion constant.
         pub rrf: Rrf,
+        /// The dense side's engine.
+        pub dense: DenseEngine,
+        /// The lexical side's engine.
+        pub lexical: LexicalEngine,
     }
 }
 
 impl FirstStage {
-    /// The hybrid base over `export`'s built-in engines.
+    /// The hybrid base over `export`, with the configured engines (an external one is started
+    /// here, once per leg build).
     pub fn hybrid(&self, export: &Arc<Export>) -> Result<Hybrid, LegError> {
         Ok(Hybrid {
-            dense: Box::new(ExactDense::new(export.clone(), Vectors::Full)?),
-            lexical: Box::new(Bm25::new(export.clone())),
+            dense: self.dense.build(export, Vectors::Full)?,
+            lexical: self.lexical.build(export)?,
             pool_k: self.pool.pool_k,
             rrf_k: self.rrf.rrf_k,
         })
@@ -96,11 +309,11 @@ impl Single {
 }
 
 impl Ranker for Single {
-    fn retrieve(&self, q: &QueryInput<'_>) -> Retrieval {
-        Retrieval {
-            ranked: self.engine.search(q, self.pool_k),
+    fn retrieve(&self, q: &QueryInput<'_>) -> Result<Retrieval, LegError> {
+        Ok(Retrieval {
+            ranked: self.engine.search(q, self.pool_k)?,
             ..Default::default()
-        }
+        })
     }
 }
 
@@ -124,18 +337,19 @@ pub struct Base {
 }
 
 impl Hybrid {
-    /// The fused, unit-scaled base, plus the two first-stage lists.
-    pub fn base(&self, q: &QueryInput<'_>) -> Base {
-        let dense = self.dense.search(q, self.pool_k);
-        let bm25 = self.lexical.search(q, self.pool_k);
+    /// The fused, unit-scaled base, plus the two first-stage lists (an error when an engine
+    /// could not answer).
+    pub fn base(&self, q: &QueryInput<'_>) -> Result<Base, LegError> {
+        let dense = self.dense.search(q, self.pool_k)?;
+        let bm25 = self.lexical.search(q, self.pool_k)?;
         let fused = unit_scaled(rrf(&[&dense, &bm25], self.rrf_k, None));
-        Base { fused, dense, bm25 }
+        Ok(Base { fused, dense, bm25 })
     }
 }
 
 impl Ranker for Hybrid {
-    fn retrieve(&self, q: &QueryInput<'_>) -> Retrieval {
-        let b = self.base(q);
+    fn retrieve(&self, q: &QueryInput<'_>) -> Result<Retrieval, LegError> {
+        let b = self.base(q)?;
         let mut r = Retrieval {
             ranked: b.fused,
             ..Default::default()
@@ -144,6 +358,200 @@ impl Ranker for Hybrid {
             .insert("pool_dense".into(), b.dense.len() as f64);
         r.diagnostics
             .insert("pool_bm25".into(), b.bm25.len() as f64);
-        r
+        Ok(r)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::kinds::{dense::Dense, graph_rescue::GraphRescue, lexical::Lexical};
+    use crate::registry::LegSpec;
+
+    use super::*;
+
+    fn parse(s: &str) -> Result<LegSpec, String> {
+        serde_json::from_str(s).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_side_at_its_builtin_engine_is_left_out_of_the_resolved_parameters() {
+        for (explicit, plain) in [
+            (
+                r#"{"kind":"lexical","lexical":{"engine":"bm25"}}"#,
+                r#"{"kind":"lexical"}"#,
+            ),
+            (
+                r#"{"kind":"dense","dense":{"engine":"exact"}}"#,
+                r#"{"kind":"dense"}"#,
+            ),
+            (
+                r#"{"kind":"bm25","dense":{"engine":"exact"},"lexical":{"engine":"bm25"}}"#,
+                r#"{"kind":"bm25"}"#,
+            ),
+        ] {
+            let a = parse(explicit).unwrap();
+            assert_eq!(a, parse(plain).unwrap());
+            // so it prints, and hashes into a cell key, exactly as before engines were a choice
+            let printed = serde_json::to_string(&a).unwrap();
+            assert!(!printed.contains("engine"), "{printed}");
+        }
+        assert_eq!(
+            serde_json::to_string(&parse(r#"{"kind":"lexical"}"#).unwrap()).unwrap(),
+            r#"{"kind":"lexical","pool_k":100}"#
+        );
+    }
+
+    #[test]
+    fn an_external_side_resolves_with_its_defaults_and_reads_back() {
+        let s = parse(
+            r#"{"kind":"graph_rescue","lexical":{"engine":"external","command":["python3","b.py"]}}"#,
+        )
+        .unwrap();
+        let g = s.config::<GraphRescue>().unwrap();
+        assert_eq!(g.rescue.first.dense, DenseEngine::Exact);
+        let LexicalEngine::External(spec) = &g.rescue.first.lexical else {
+            panic!("{g:?}")
+        };
+        assert_eq!(
+            (spec.timeout_ms, spec.startup_timeout_ms),
+            (10_000, 600_000)
+        );
+        let params = s.params();
+        assert_eq!(params.len(), 31, "graph_rescue's 30 and the lexical group");
+        assert_eq!(
+            serde_json::to_string(&params["lexical"]).unwrap(),
+            r#"{"command":["python3","b.py"],"engine":"external","startup_timeout_ms":600000,"timeout_ms":10000}"#
+        );
+        assert_eq!(parse(&serde_json::to_string(&s).unwrap()).unwrap(), s);
+        s.validate("g").unwrap();
+        let d = parse(
+            r#"{"kind":"dense","dense":{"engine":"external","command":["x"],"timeout_ms":5}}"#,
+        )
+        .unwrap();
+        assert!(matches!(
+            &d.config::<Dense>().unwrap().dense,
+            DenseEngine::External(ExternalSpec { timeout_ms: 5, .. })
+        ));
+    }
+
+    #[test]
+    fn bad_engine_groups_are_errors_naming_the_side_and_the_field() {
+        let cases = [
+            (
+                r#"{"kind":"lexical","lexical":{"engine":"tantivy"}}"#,
+                "parameter `lexical`: unknown engine `tantivy` (known: bm25, external)",
+            ),
+            (
+                r#"{"kind":"dense","dense":{"engine":"bm25"}}"#,
+                "parameter `dense`: unknown engine `bm25` (known: exact, external)",
+            ),
+            (
+                r#"{"kind":"lexical","lexical":{"command":["x"]}}"#,
+                "parameter `lexical`: missing `engine` (one of: bm25, external)",
+            ),
+            (
+                r#"{"kind":"lexical","lexical":"external"}"#,
+                "parameter `lexical`: must be a map like {engine: bm25}",
+            ),
+            (
+                r#"{"kind":"lexical","lexical":{"engine":7}}"#,
+                "parameter `lexical`: `engine` must be a string",
+            ),
+            (
+                r#"{"kind":"lexical","lexical":{"engine":"bm25","command":["x"]}}"#,
+                "parameter `lexical`: engine `bm25` takes no parameters, got `command`",
+            ),
+            (
+                r#"{"kind":"lexical","lexical":{"engine":"external"}}"#,
+                "parameter `lexical`: engine `external`: missing field `command`",
+            ),
+            (
+                r#"{"kind":"lexical","lexical":{"engine":"external","command":["x"],"timeout":5}}"#,
+                "parameter `lexical`: engine `external`: unknown field `timeout`",
+            ),
+            (
+                r#"{"kind":"lexical","dense":{"engine":"exact"}}"#,
+                "unknown parameter `dense` (known: lexical, pool_k)",
+            ),
+            (
+                r#"{"kind":"dense","lexical":{"engine":"bm25"}}"#,
+                "unknown parameter `lexical` (known: dense, pool_k)",
+            ),
+        ];
+        for (spec, want) in cases {
+            let e = parse(spec).unwrap_err();
+            assert!(e.contains(want), "{spec}: {e}");
+        }
+        let invalid = |spec: &str, field: &str| match parse(spec).unwrap().validate("leg") {
+            Err(LegError::Config { leg, field: f, .. }) => {
+                assert_eq!((leg.as_str(), f.as_str()), ("leg", field), "{spec}")
+            }
+            other => panic!("{spec}: {other:?}"),
+        };
+        invalid(
+            r#"{"kind":"lexical","lexical":{"engine":"external","command":[]}}"#,
+            "lexical.command",
+        );
+        invalid(
+            r#"{"kind":"bm25","dense":{"engine":"external","command":[" "]}}"#,
+            "dense.command",
+        );
+        invalid(
+            r#"{"kind":"lexical","lexical":{"engine":"external","command":["x"],"timeout_ms":0}}"#,
+            "lexical.timeout_ms",
+        );
+        invalid(
+            r#"{"kind":"rescue_oracle","rescue":{"dense":{"engine":"external","command":["x"],"startup_timeout_ms":0}}}"#,
+            "dense.startup_timeout_ms",
+        );
+    }
+
+    #[test]
+    fn every_first_stage_kind_takes_both_sides_and_the_single_engine_kinds_their_own() {
+        for k in crate::kinds::KINDS {
+            let keys = k.keys();
+            let (dense, lexical) = (keys.contains(&"dense"), keys.contains(&"lexical"));
+            match k.name {
+                "dense" | "dense_content_only" => assert!(dense && !lexical, "{}", k.name),
+                "lexical" => assert!(lexical && !dense, "{}", k.name),
+                // CDR and CDGR score every chunk's relevance: they have no top-k first stage
+                "cdr" | "cdgr" | "cdr_task" | "cdgr_task" => {
+                    assert!(!dense && !lexical, "{}", k.name)
+                }
+                // the kinds that nest a ranking take the sides inside it
+                "rescue_oracle" | "base_oracle" | "graph_rescue_coe" | "graph_rescue_packed" => {
+                    assert!(keys.contains(&"rescue"), "{}", k.name)
+                }
+                "packer" => assert!(keys.contains(&"ranking"), "{}", k.name),
+                _ => assert!(dense && lexical, "{}", k.name),
+            }
+        }
+        let l = parse(r#"{"kind":"lexical"}"#).unwrap();
+        assert_eq!(l.config::<Lexical>().unwrap().lexical, LexicalEngine::Bm25);
+    }
+
+    #[test]
+    fn the_hybrid_over_an_external_side_fails_a_query_with_the_engines_error() {
+        let export = crate::rescue::fixtures::synthetic();
+        let fake = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/fake_backend.py"
+        );
+        let spec = parse(&format!(
+            r#"{{"kind":"bm25","lexical":{{"engine":"external","command":["python3","{fake}","die-after","1"]}}}}"#
+        ))
+        .unwrap();
+        let leg = spec.build("g", export.clone()).unwrap();
+        let q = |i| crate::QueryInput::from_export(&export, i);
+        // the first request is answered (with nothing: the base is the dense side's alone)
+        let r = leg.retrieve(&q(0)).unwrap();
+        assert_eq!(r.diagnostics["pool_bm25"], 0.0);
+        match leg.retrieve(&q(1)) {
+            Err(LegError::Engine(e)) => {
+                assert_eq!(e.query_id.as_deref(), Some(export.queries[1].id.as_str()));
+                assert!(e.to_string().contains("die-after 1"), "{e}");
+            }
+            other => panic!("{other:?}"),
+        }
     }
 }

@@ -6,12 +6,15 @@ use std::sync::Arc;
 use hopbench_datasets::export::Export;
 
 use crate::candidate::Candidate;
+use crate::engine::error::EngineError;
 
-/// One query as a leg sees it: its position in the export, its text and its vector.
+/// One query as a leg sees it: its position in the export, its id, its text and its vector.
 #[derive(Debug, Clone, Copy)]
 pub struct QueryInput<'a> {
     /// Query index in the export (also the order results are reported in).
     pub index: usize,
+    /// Query id (the export's record id): what an external engine's requests and errors name.
+    pub id: &'a str,
     /// Query text (BM25 tokenises it).
     pub text: &'a str,
     /// Query vector (L2-normalised, computed at prepare time by the export's model).
@@ -26,6 +29,7 @@ impl<'a> QueryInput<'a> {
     pub fn from_export(export: &'a Export, index: usize) -> Self {
         QueryInput {
             index,
+            id: &export.queries[index].id,
             text: &export.queries[index].text,
             embedding: export.query_embedding(index),
             gold: &export.queries[index].gold,
@@ -125,7 +129,7 @@ pub struct Selection {
     pub tokens: u64,
 }
 
-/// Why a leg cannot be built for a dataset.
+/// Why a leg cannot be built for a dataset, or cannot retrieve or select for a query.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum LegError {
@@ -142,6 +146,24 @@ pub enum LegError {
         /// What is wrong.
         message: String,
     },
+    /// A first-stage engine could not start or answer (an external process that died, timed
+    /// out or broke the protocol); the cell is recorded as `error` with this reason.
+    #[error("{0}")]
+    Engine(EngineError),
+}
+
+impl LegError {
+    /// Whether this only repeats an earlier failure of the same leg
+    /// ([`EngineError::is_consequence`]).
+    pub fn is_consequence(&self) -> bool {
+        matches!(self, LegError::Engine(e) if e.is_consequence())
+    }
+}
+
+impl From<EngineError> for LegError {
+    fn from(e: EngineError) -> Self {
+        LegError::Engine(e)
+    }
 }
 
 /// A retrieval system of the matrix. Implementations hold an `Arc<Export>` and precomputed
@@ -150,8 +172,9 @@ pub trait Leg: Send + Sync {
     /// The export the leg retrieves from (the default selector counts its chunks' tokens).
     fn export(&self) -> &Export;
 
-    /// Retrieves and ranks candidates for one query (the expensive half).
-    fn retrieve(&self, query: &QueryInput<'_>) -> Retrieval;
+    /// Retrieves and ranks candidates for one query (the expensive half). An error (a
+    /// first-stage engine that could not answer) makes the cell `error`, never zeros.
+    fn retrieve(&self, query: &QueryInput<'_>) -> Result<Retrieval, LegError>;
 
     /// Chooses the context for one query from a frozen retrieval (the cheap, pure half).
     /// `budget` is a token budget for selecting legs. The default is the seed's `none`
@@ -177,8 +200,8 @@ pub trait Leg: Send + Sync {
 /// The retrieve half alone: a ranking block (the hybrid, graph rescue, a fused lane, a
 /// conversation session). [`Ranked`] makes one a leg with the `none` selector.
 pub trait Ranker: Send + Sync {
-    /// Retrieves and ranks candidates for one query.
-    fn retrieve(&self, query: &QueryInput<'_>) -> Retrieval;
+    /// Retrieves and ranks candidates for one query (errors as [`Leg::retrieve`]).
+    fn retrieve(&self, query: &QueryInput<'_>) -> Result<Retrieval, LegError>;
 }
 
 /// A [`Ranker`] as a leg: its ranking, selected by `none`.
@@ -201,7 +224,7 @@ impl<R: Ranker> Leg for Ranked<R> {
     fn export(&self) -> &Export {
         &self.export
     }
-    fn retrieve(&self, query: &QueryInput<'_>) -> Retrieval {
+    fn retrieve(&self, query: &QueryInput<'_>) -> Result<Retrieval, LegError> {
         self.ranker.retrieve(query)
     }
 }

@@ -17,7 +17,7 @@
 //! let spec: LegSpec = serde_json::from_str(r#"{"kind": "bm25"}"#).unwrap();
 //! let leg = spec.build("bm25", export.clone()).unwrap();
 //! let q = QueryInput::from_export(&export, 0);
-//! let retrieval = leg.retrieve(&q);
+//! let retrieval = leg.retrieve(&q).unwrap();
 //! let selection = leg.select(&q, &retrieval, None).unwrap();
 //! println!("{:?}", &selection.chunks[..10]);
 //! # }

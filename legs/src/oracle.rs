@@ -112,8 +112,8 @@ impl Oracle {
 }
 
 impl Ranker for Oracle {
-    fn retrieve(&self, q: &QueryInput<'_>) -> Retrieval {
-        let out = self.rescue.retrieve_full(q);
+    fn retrieve(&self, q: &QueryInput<'_>) -> Result<Retrieval, LegError> {
+        let out = self.rescue.retrieve_full(q)?;
         let k = self.rescue.config().tail.rank_score_k;
         let (ranked, moved) = match self.kind {
             OracleKind::Rescue => promote_rescued_gold(&out.union, q.gold, k),
@@ -123,12 +123,12 @@ impl Ranker for Oracle {
         };
         let mut diagnostics = out.diagnostics();
         diagnostics.insert("oracle_promoted".into(), moved as f64);
-        Retrieval {
+        Ok(Retrieval {
             ranked,
             diagnostics,
             rescue_stage: true,
             ..Default::default()
-        }
+        })
     }
 }
 
@@ -192,8 +192,8 @@ mod tests {
         };
         for i in 0..export.queries.len() {
             let q = QueryInput::from_export(&export, i);
-            let g = rescue.retrieve(&q);
-            let (r, b) = (ro.retrieve(&q), bo.retrieve(&q));
+            let g = rescue.retrieve(&q).unwrap();
+            let (r, b) = (ro.retrieve(&q).unwrap(), bo.retrieve(&q).unwrap());
             for k in [1, 5, 10, 20] {
                 assert!(hits(&r, q.gold, k) >= hits(&g, q.gold, k));
                 assert!(hits(&b, q.gold, k) >= hits(&g, q.gold, k));

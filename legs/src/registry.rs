@@ -163,7 +163,9 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            e.contains("kind `bm25`: unknown parameter `pool` (known: pool_k, rrf_k)"),
+            e.contains(
+                "kind `bm25`: unknown parameter `pool` (known: dense, lexical, pool_k, rrf_k)"
+            ),
             "{e}"
         );
         let e = parse(r#"{"kind":"magic"}"#).unwrap_err().to_string();
@@ -275,7 +277,7 @@ mod tests {
         ] {
             let spec = parse(&format!(r#"{{"kind":"{kind}"}}"#)).unwrap();
             let leg = spec.build(kind, export.clone()).unwrap();
-            let r = leg.retrieve(&q);
+            let r = leg.retrieve(&q).unwrap();
             assert!(r.ranked.len() >= 100, "{kind}");
             let s = leg.select(&q, &r, None).unwrap();
             assert_eq!(s.chunks.len(), r.ranked.len());

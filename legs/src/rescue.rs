@@ -286,25 +286,26 @@ impl GraphRescue {
         &self.config
     }
 
-    /// The whole retrieval, for selectors and oracles.
-    pub fn retrieve_full(&self, q: &QueryInput<'_>) -> RescueOutput {
+    /// The whole retrieval, for selectors and oracles (an error when a first-stage engine could
+    /// not answer).
+    pub fn retrieve_full(&self, q: &QueryInput<'_>) -> Result<RescueOutput, LegError> {
         let cfg = &self.config;
         let kg = &self.export.kg;
-        let first = self.hybrid.base(q);
+        let first = self.hybrid.base(q)?;
         let (base, dense, bm25) = (first.fused, first.dense, first.bm25);
         let qs = query_seeds(kg, &self.export.kg_index, q.text);
         let gate = self.gate.decide(q.text, qs.len(), &dense, &bm25);
         let tail = cfg.tail;
         if !gate.fire {
             let union = append_and_dedupe(&base, &[], tail.rescue_cap, tail.rank_score_k);
-            return RescueOutput {
+            return Ok(RescueOutput {
                 base,
                 union,
                 gate,
                 hyperedges: Vec::new(),
                 query_seeds: qs,
                 seeds: Vec::new(),
-            };
+            });
         }
         let base = expand(kg, base, &cfg.expander);
         let seeds = graph_seeds(&qs, &base, &kg.chunk_nodes, &cfg.seeds);
@@ -331,21 +332,22 @@ impl GraphRescue {
         let refs: Vec<&[Candidate]> = lists.iter().map(Vec::as_slice).collect();
         let rescue = rrf(&refs, cfg.lanes.lane_rrf_k, None);
         let union = append_and_dedupe(&base, &rescue, tail.rescue_cap, tail.rank_score_k);
-        RescueOutput {
+        Ok(RescueOutput {
             base,
             union,
             gate,
             hyperedges,
             query_seeds: qs,
             seeds,
-        }
+        })
     }
 }
 
 impl Ranker for GraphRescue {
-    fn retrieve(&self, q: &QueryInput<'_>) -> Retrieval {
-        self.retrieve_full(q)
-            .to_retrieval(self.config.has_hypergraph_lane())
+    fn retrieve(&self, q: &QueryInput<'_>) -> Result<Retrieval, LegError> {
+        Ok(self
+            .retrieve_full(q)?
+            .to_retrieval(self.config.has_hypergraph_lane()))
     }
 }
 
@@ -529,10 +531,10 @@ mod tests {
         let hybrid = FirstStage::default().hybrid(&export).unwrap();
         for i in 0..export.queries.len() {
             let q = QueryInput::from_export(&export, i);
-            let out = leg.retrieve_full(&q);
+            let out = leg.retrieve_full(&q).unwrap();
             assert!(!out.gate.fire);
             assert_eq!(out.gate.vetoed_by.as_deref(), Some("mode-off"));
-            assert_eq!(ids(&out.union), ids(&hybrid.retrieve(&q).ranked));
+            assert_eq!(ids(&out.union), ids(&hybrid.retrieve(&q).unwrap().ranked));
             assert!(out.union.iter().all(|c| !c.rescued));
         }
     }
@@ -544,7 +546,7 @@ mod tests {
         let mut rescued_any = 0;
         for i in 0..export.queries.len() {
             let q = QueryInput::from_export(&export, i);
-            let out = leg.retrieve_full(&q);
+            let out = leg.retrieve_full(&q).unwrap();
             assert!((100..=200).contains(&out.base.len()), "{}", out.base.len());
             assert_eq!(ids(&out.union[..out.base.len()]), ids(&out.base));
             let rescued = out.union.len() - out.base.len();
@@ -552,7 +554,7 @@ mod tests {
             if rescued > 0 {
                 rescued_any += 1;
                 assert_eq!(out.first_rescued_index(), Some(out.base.len()));
-                let d = leg.retrieve(&q).diagnostics;
+                let d = leg.retrieve(&q).unwrap().diagnostics;
                 assert_eq!(d["first_rescued_index"], out.base.len() as f64);
                 assert_eq!(d["gate_fired"], 1.0);
             }
@@ -577,12 +579,13 @@ mod tests {
         let hybrid = FirstStage::default().hybrid(&export).unwrap();
         let leg = GraphRescue::new(&export, mode_config(GraphMode::Force)).unwrap();
         let q = QueryInput::from_export(&export, 0);
-        let out = leg.retrieve_full(&q);
+        let out = leg.retrieve_full(&q).unwrap();
         assert!(out.gate.fire && out.query_seeds.is_empty() && out.seeds.is_empty());
         // the Expander is a no-op and nothing is rescued
-        assert_eq!(ids(&out.union), ids(&hybrid.retrieve(&q).ranked));
+        assert_eq!(ids(&out.union), ids(&hybrid.retrieve(&q).unwrap().ranked));
         assert!(!leg
             .retrieve(&q)
+            .unwrap()
             .diagnostics
             .contains_key("first_rescued_index"));
     }
@@ -594,7 +597,7 @@ mod tests {
         let mut fired = 0;
         for i in 0..export.queries.len() {
             let q = QueryInput::from_export(&export, i);
-            let out = leg.retrieve_full(&q);
+            let out = leg.retrieve_full(&q).unwrap();
             let d = out.diagnostics();
             assert_eq!(d["gate_fired"], if out.gate.fire { 1.0 } else { 0.0 });
             assert_eq!(d["base_len"] as usize, out.base.len());
@@ -605,7 +608,7 @@ mod tests {
             }
             fired += out.gate.fire as usize;
             // deterministic
-            assert_eq!(leg.retrieve_full(&q), out);
+            assert_eq!(leg.retrieve_full(&q).unwrap(), out);
         }
         // every synthetic question asks a relation ("Where was ... born?", "In which city ...")
         assert_eq!(fired, export.queries.len());
@@ -654,12 +657,13 @@ mod tests {
             for (t, v) in texts.iter().zip(&vecs) {
                 let q = QueryInput {
                     index: 0,
+                    id: "q0",
                     text: t,
                     embedding: v,
                     gold: &[],
                 };
                 let t0 = std::time::Instant::now();
-                let r = leg.retrieve(&q);
+                let r = leg.retrieve(&q).unwrap();
                 ms.push(t0.elapsed().as_secs_f64() * 1e3);
                 rescued += r.diagnostics["rescued_len"];
             }
@@ -738,7 +742,7 @@ mod tests {
             let mut rescued_gold = 0usize;
             for i in 0..n {
                 let q = QueryInput::from_export(&export, i);
-                let out = leg.retrieve_full(&q);
+                let out = leg.retrieve_full(&q).unwrap();
                 for r in &out.gate.reasons {
                     *counts.entry(r.clone()).or_default() += 1;
                 }

@@ -9,6 +9,7 @@ mod bad_input;
 mod conversations;
 mod curves;
 mod documents;
+mod engines;
 mod matrix;
 mod reliability;
 mod report_html;

@@ -326,8 +326,8 @@ fn cdgr_kinds_parse_validate_and_run_on_the_synthetic_export() {
         assert_eq!(leg.default_budget(), Some(10_000));
         for qi in 0..5 {
             let q = crate::QueryInput::from_export(&export, qi);
-            let r = leg.retrieve(&q);
-            assert_eq!(r, leg.retrieve(&q), "deterministic");
+            let r = leg.retrieve(&q).unwrap();
+            assert_eq!(r, leg.retrieve(&q).unwrap(), "deterministic");
             assert!(!r.ranked.is_empty(), "{kind}");
             assert!(r.ranked.iter().all(|c| !c.rescued));
             let mut ids: Vec<u32> = r.ranked.iter().map(|c| c.chunk).collect();

@@ -291,33 +291,41 @@ impl ConvLeg {
             .expect("every looked-up text was checked when the leg was built")
     }
 
-    /// The unit-scaled hybrid ranking of one text.
-    fn hybrid_of(&self, index: usize, text: &str, embedding: &[f32]) -> Vec<Candidate> {
-        self.hybrid
+    /// The unit-scaled hybrid ranking of one text, retrieved for query `q` (whose index and
+    /// id it carries: an external engine's request names the query it serves).
+    fn hybrid_of(
+        &self,
+        q: &QueryInput<'_>,
+        text: &str,
+        embedding: &[f32],
+    ) -> Result<Vec<Candidate>, LegError> {
+        Ok(self
+            .hybrid
             .base(&QueryInput {
-                index,
+                index: q.index,
+                id: q.id,
                 text,
                 embedding,
                 gold: &[],
-            })
-            .fused
+            })?
+            .fused)
     }
 
     /// The hybrid ranking of each listed turn of `conv`, computed once per turn.
     fn turn_lists(
         &self,
-        index: usize,
+        q: &QueryInput<'_>,
         conv: &[Turn],
         turns: impl IntoIterator<Item = usize>,
-    ) -> BTreeMap<usize, Vec<Candidate>> {
+    ) -> Result<BTreeMap<usize, Vec<Candidate>>, LegError> {
         let mut out = BTreeMap::new();
         for i in turns {
-            out.entry(i).or_insert_with(|| {
+            if let std::collections::btree_map::Entry::Vacant(slot) = out.entry(i) {
                 let text = &conv[i].text;
-                self.hybrid_of(index, text, self.vector(text))
-            });
+                slot.insert(self.hybrid_of(q, text, self.vector(text))?);
+            }
         }
-        out
+        Ok(out)
     }
 
     /// What the session delivered before the current turn: the union of the hybrid's top
@@ -384,12 +392,12 @@ impl ConvLeg {
         delivered_k: usize,
         partial: f32,
         config: &ConversationConfig,
-    ) -> Retrieval {
+    ) -> Result<Retrieval, LegError> {
         let lookup = |t: &str| self.vector(t).to_vec();
         let plan = assemble(conv, &lookup, config);
         let blend = plan.blend;
         let mut scores: BTreeMap<u32, f64> = BTreeMap::new();
-        let p = self.hybrid_of(q.index, &plan.query_text, self.vector(&plan.query_text));
+        let p = self.hybrid_of(q, &plan.query_text, self.vector(&plan.query_text))?;
         for c in &p {
             *scores.entry(c.chunk).or_default() += f64::from(blend.p) * f64::from(c.score);
         }
@@ -398,7 +406,7 @@ impl ConvLeg {
         // one ranking per earlier turn, shared by Tier C and the delivered set
         let novelty_on = blend.cdr_novelty != Novelty::Off;
         let users = earlier_user_turns(conv).filter(|_| novelty_on);
-        let lists = self.turn_lists(q.index, conv, live.iter().map(|w| w.index).chain(users));
+        let lists = self.turn_lists(q, conv, live.iter().map(|w| w.index).chain(users))?;
         for w in &live {
             let share = f64::from(blend.c) * f64::from(w.weight) / total;
             for c in &lists[&w.index] {
@@ -427,7 +435,7 @@ impl ConvLeg {
         d.insert("tier_e_items".into(), ephemeral as f64);
         d.insert("delivered".into(), delivered.len() as f64);
         d.insert("delivered_excluded".into(), excluded as f64);
-        r
+        Ok(r)
     }
 }
 
@@ -481,26 +489,26 @@ fn annotate(r: &mut Retrieval, plan: &TurnPlan, conv: &[Turn]) {
 }
 
 impl Ranker for ConvLeg {
-    fn retrieve(&self, q: &QueryInput<'_>) -> Retrieval {
+    fn retrieve(&self, q: &QueryInput<'_>) -> Result<Retrieval, LegError> {
         let conv = conversation_of(&self.export, q.index);
         match &self.mode {
-            ConvMode::LastTurn => Retrieval {
-                ranked: self.hybrid_of(q.index, q.text, q.embedding),
+            ConvMode::LastTurn => Ok(Retrieval {
+                ranked: self.hybrid_of(q, q.text, q.embedding)?,
                 ..Default::default()
-            },
+            }),
             ConvMode::FullHistory(order) => {
                 let text = history_text(&conv, *order);
                 let mut r = Retrieval {
-                    ranked: self.hybrid_of(q.index, &text, self.vector(&text)),
+                    ranked: self.hybrid_of(q, &text, self.vector(&text))?,
                     ..Default::default()
                 };
                 r.diagnostics
                     .insert("history_turns".into(), conv.len() as f64);
-                r
+                Ok(r)
             }
             ConvMode::Cdr { delivered_k } => {
-                let scored = self.hybrid_of(q.index, q.text, q.embedding);
-                let lists = self.turn_lists(q.index, &conv, earlier_user_turns(&conv));
+                let scored = self.hybrid_of(q, q.text, q.embedding)?;
+                let lists = self.turn_lists(q, &conv, earlier_user_turns(&conv))?;
                 let delivered = Self::delivered(&conv, &lists, *delivered_k);
                 let (ranked, excluded) = self.with_novelty(scored, &delivered, Novelty::On, 0.0);
                 let mut r = Retrieval {
@@ -511,7 +519,7 @@ impl Ranker for ConvLeg {
                     .insert("delivered".into(), delivered.len() as f64);
                 r.diagnostics
                     .insert("delivered_excluded".into(), excluded as f64);
-                r
+                Ok(r)
             }
             ConvMode::MultiHorizon {
                 delivered_k,
@@ -641,7 +649,10 @@ mod tests {
         let bm25 = spec("bm25").build("bm25", e.clone()).unwrap();
         for q in 0..e.queries.len() {
             let input = QueryInput::from_export(&e, q);
-            assert_eq!(leg.retrieve(&input).ranked, bm25.retrieve(&input).ranked);
+            assert_eq!(
+                leg.retrieve(&input).unwrap().ranked,
+                bm25.retrieve(&input).unwrap().ranked
+            );
         }
     }
 
@@ -702,15 +713,17 @@ mod tests {
     fn cdr_excludes_what_the_session_delivered_and_multi_horizon_keeps_it_on_a_drill_down() {
         let e = export();
         let q = QueryInput::from_export(&e, 1);
-        let cdr = build(&e, "conv_cdr").retrieve(&q);
+        let cdr = build(&e, "conv_cdr").retrieve(&q).unwrap();
         // what the first turn delivered: its top 2
-        let first = build(&e, "conv_last_turn").retrieve(&QueryInput::from_export(&e, 0));
+        let first = build(&e, "conv_last_turn")
+            .retrieve(&QueryInput::from_export(&e, 0))
+            .unwrap();
         let delivered: Vec<String> = ids(&e, &first).into_iter().take(2).collect();
         assert!(delivered.contains(&"p2".to_string()));
         let got = ids(&e, &cdr);
         assert!(got.iter().all(|id| !delivered.contains(id)), "{got:?}");
         assert_eq!(cdr.diagnostics["delivered"], delivered.len() as f64);
-        let mh = build(&e, "multi_horizon").retrieve(&q);
+        let mh = build(&e, "multi_horizon").retrieve(&q).unwrap();
         assert_eq!(mh.annotations[&Note::TurnIntent], "DRILL_DOWN");
         assert_eq!(mh.annotations[&Note::TierBlend], "30/65/5");
         assert_eq!(mh.annotations[&Note::ReferencesResolved], "1");
@@ -744,17 +757,19 @@ mod tests {
     fn explore_turn_has_novelty_on_and_first_turn_has_nothing_delivered() {
         let e = export();
         let leg = build(&e, "multi_horizon");
-        let r = leg.retrieve(&QueryInput::from_export(&e, 2));
+        let r = leg.retrieve(&QueryInput::from_export(&e, 2)).unwrap();
         assert_eq!(r.annotations[&Note::TurnIntent], "EXPLORE");
         assert!(r.diagnostics["delivered"] > 0.0);
         assert!(r.diagnostics["delivered_excluded"] > 0.0);
         assert_eq!(ids(&e, &r)[0], "p5");
-        let r = leg.retrieve(&QueryInput::from_export(&e, 0));
+        let r = leg.retrieve(&QueryInput::from_export(&e, 0)).unwrap();
         assert_eq!(r.annotations[&Note::TurnIntent], "EXPLORE");
         assert_eq!(r.diagnostics["delivered"], 0.0);
         assert_eq!(r.diagnostics["tier_c_turns"], 0.0);
         // one turn, nothing delivered: the plain hybrid on the turn
-        let plain = build(&e, "conv_last_turn").retrieve(&QueryInput::from_export(&e, 0));
+        let plain = build(&e, "conv_last_turn")
+            .retrieve(&QueryInput::from_export(&e, 0))
+            .unwrap();
         assert_eq!(ids(&e, &r), ids(&e, &plain));
     }
 
@@ -788,8 +803,8 @@ mod tests {
         let e = export();
         let leg = build(&e, "conv_full_history");
         let q = QueryInput::from_export(&e, 1);
-        let a = leg.retrieve(&q);
-        assert_eq!(a, leg.retrieve(&q));
+        let a = leg.retrieve(&q).unwrap();
+        assert_eq!(a, leg.retrieve(&q).unwrap());
         assert_eq!(a.diagnostics["history_turns"], 3.0);
         // the concatenation is about Ada Lovelace's program: p1 leads, volcanoes do not
         let got = ids(&e, &a);
@@ -798,7 +813,7 @@ mod tests {
         let mh = build(&e, "multi_horizon");
         for q in 0..3 {
             let q = QueryInput::from_export(&e, q);
-            assert_eq!(mh.retrieve(&q), mh.retrieve(&q));
+            assert_eq!(mh.retrieve(&q).unwrap(), mh.retrieve(&q).unwrap());
         }
     }
 

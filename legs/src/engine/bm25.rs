@@ -6,7 +6,7 @@ use std::sync::Arc;
 use hopbench_datasets::export::Export;
 use hopbench_datasets::lexical::{Bm25Index, Tokenizer};
 
-use super::Engine;
+use super::{Engine, EngineError};
 use crate::candidate::Candidate;
 use crate::leg::QueryInput;
 
@@ -30,8 +30,8 @@ impl Engine for Bm25 {
     fn name(&self) -> &'static str {
         "bm25"
     }
-    fn search(&self, query: &QueryInput<'_>, k: usize) -> Vec<Candidate> {
-        search(&self.export.bm25, &self.tokenizer, query.text, k)
+    fn search(&self, query: &QueryInput<'_>, k: usize) -> Result<Vec<Candidate>, EngineError> {
+        Ok(search(&self.export.bm25, &self.tokenizer, query.text, k))
     }
 }
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use hopbench_datasets::export::Export;
 
-use super::Engine;
+use super::{Engine, EngineError};
 use crate::candidate::{top_k, Candidate};
 use crate::leg::{LegError, QueryInput};
 
@@ -22,6 +22,19 @@ pub enum Vectors {
     ContentOnly,
 }
 
+impl Vectors {
+    /// `MissingInputs` where `export` lacks this vector set (content-only vectors exist only
+    /// where the dataset has context headers), whichever engine would search it.
+    pub fn available_in(self, export: &Export) -> Result<(), LegError> {
+        if self == Vectors::ContentOnly && export.content_embeddings.is_none() {
+            return Err(LegError::MissingInputs(
+                "the dataset has no context headers, so there are no content-only vectors".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// Exact cosine over one of the export's vector sets.
 pub struct ExactDense {
     export: Arc<Export>,
@@ -31,11 +44,7 @@ pub struct ExactDense {
 impl ExactDense {
     /// The engine; `ContentOnly` fails with `MissingInputs` where the export has no headers.
     pub fn new(export: Arc<Export>, vectors: Vectors) -> Result<Self, LegError> {
-        if vectors == Vectors::ContentOnly && export.content_embeddings.is_none() {
-            return Err(LegError::MissingInputs(
-                "the dataset has no context headers, so there are no content-only vectors".into(),
-            ));
-        }
+        vectors.available_in(&export)?;
         Ok(ExactDense { export, vectors })
     }
 
@@ -61,8 +70,8 @@ impl Engine for ExactDense {
     fn name(&self) -> &'static str {
         "exact"
     }
-    fn search(&self, query: &QueryInput<'_>, k: usize) -> Vec<Candidate> {
-        self.search_vector(query.embedding, k)
+    fn search(&self, query: &QueryInput<'_>, k: usize) -> Result<Vec<Candidate>, EngineError> {
+        Ok(self.search_vector(query.embedding, k))
     }
 }
 

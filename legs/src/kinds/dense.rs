@@ -1,8 +1,8 @@
 //! `dense`: exact cosine over the header + content vectors, top `pool_k`.
 
 use super::{Build, LegKind};
-use crate::engine::{ExactDense, Vectors};
-use crate::first_stage::{Pool, Single};
+use crate::engine::Vectors;
+use crate::first_stage::{DenseEngine, Pool, Single};
 use crate::flat_params;
 use crate::leg::{Leg, LegError, Ranked};
 
@@ -11,6 +11,8 @@ flat_params! {
     pub struct Dense {
         /// Candidates returned.
         pub pool: Pool,
+        /// The engine that answers (`dense: {engine: exact | external, ...}`).
+        pub dense: DenseEngine,
     }
 }
 
@@ -19,7 +21,7 @@ impl LegKind for Dense {
     const ABOUT: &'static str = "exact cosine over header+content vectors";
 
     fn build(&self, b: &Build<'_>) -> Result<Box<dyn Leg>, LegError> {
-        let engine = ExactDense::new(b.export.clone(), Vectors::Full)?;
-        Ok(Ranked::leg(b.export, Single::new(Box::new(engine), self.pool.pool_k)))
+        let engine = self.dense.build(b.export, Vectors::Full)?;
+        Ok(Ranked::leg(b.export, Single::new(engine, self.pool.pool_k)))
     }
 }

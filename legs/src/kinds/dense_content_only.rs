@@ -2,8 +2,8 @@
 //! dataset has no context headers, so there are no such vectors).
 
 use super::{Build, LegKind};
-use crate::engine::{ExactDense, Vectors};
-use crate::first_stage::{Pool, Single};
+use crate::engine::Vectors;
+use crate::first_stage::{DenseEngine, Pool, Single};
 use crate::flat_params;
 use crate::leg::{Leg, LegError, Ranked};
 
@@ -12,6 +12,8 @@ flat_params! {
     pub struct DenseContentOnly {
         /// Candidates returned.
         pub pool: Pool,
+        /// The engine that answers (`dense: {engine: exact | external, ...}`).
+        pub dense: DenseEngine,
     }
 }
 
@@ -20,7 +22,7 @@ impl LegKind for DenseContentOnly {
     const ABOUT: &'static str = "exact cosine over content-only vectors (needs context headers)";
 
     fn build(&self, b: &Build<'_>) -> Result<Box<dyn Leg>, LegError> {
-        let engine = ExactDense::new(b.export.clone(), Vectors::ContentOnly)?;
-        Ok(Ranked::leg(b.export, Single::new(Box::new(engine), self.pool.pool_k)))
+        let engine = self.dense.build(b.export, Vectors::ContentOnly)?;
+        Ok(Ranked::leg(b.export, Single::new(engine, self.pool.pool_k)))
     }
 }

@@ -1,8 +1,7 @@
 //! `lexical`: BM25 alone, top `pool_k`: the number a sceptic asks for.
 
 use super::{Build, LegKind};
-use crate::engine::Bm25;
-use crate::first_stage::{Pool, Single};
+use crate::first_stage::{LexicalEngine, Pool, Single};
 use crate::flat_params;
 use crate::leg::{Leg, LegError, Ranked};
 
@@ -11,6 +10,8 @@ flat_params! {
     pub struct Lexical {
         /// Candidates returned.
         pub pool: Pool,
+        /// The engine that answers (`lexical: {engine: bm25 | external, ...}`).
+        pub lexical: LexicalEngine,
     }
 }
 
@@ -19,7 +20,7 @@ impl LegKind for Lexical {
     const ABOUT: &'static str = "BM25 alone";
 
     fn build(&self, b: &Build<'_>) -> Result<Box<dyn Leg>, LegError> {
-        let engine = Bm25::new(b.export.clone());
-        Ok(Ranked::leg(b.export, Single::new(Box::new(engine), self.pool.pool_k)))
+        let engine = self.lexical.build(b.export)?;
+        Ok(Ranked::leg(b.export, Single::new(engine, self.pool.pool_k)))
     }
 }

@@ -135,9 +135,9 @@ impl FusedGraph {
 }
 
 impl Ranker for FusedGraph {
-    fn retrieve(&self, q: &QueryInput<'_>) -> Retrieval {
+    fn retrieve(&self, q: &QueryInput<'_>) -> Result<Retrieval, LegError> {
         let kg = &self.export.kg;
-        let base = self.hybrid.base(q);
+        let base = self.hybrid.base(q)?;
         let qs = query_seeds(kg, &self.export.kg_index, q.text);
         let graph = ExportGraph {
             kg,
@@ -164,7 +164,7 @@ impl Ranker for FusedGraph {
         r.diagnostics.insert("query_seeds".into(), qs.len() as f64);
         r.diagnostics.insert("seed_nodes".into(), seeds as f64);
         r.diagnostics.insert("lane_len".into(), lane_len as f64);
-        r
+        Ok(r)
     }
 }
 
@@ -223,7 +223,7 @@ mod tests {
         for i in 0..export.queries.len().min(10) {
             let q = QueryInput::from_export(&export, i);
             for leg in [&kg, &hy] {
-                let r = leg.retrieve(&q);
+                let r = leg.retrieve(&q).unwrap();
                 assert!(r.ranked.len() >= 100);
                 assert_eq!(r.ranked[0].score, 1.0);
                 assert!(r.ranked.windows(2).all(|w| w[0].score >= w[1].score));

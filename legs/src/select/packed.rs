@@ -151,7 +151,7 @@ impl<S: BudgetSelector> Leg for SelectingLeg<S> {
         &self.export
     }
 
-    fn retrieve(&self, q: &QueryInput<'_>) -> Retrieval {
+    fn retrieve(&self, q: &QueryInput<'_>) -> Result<Retrieval, LegError> {
         self.ranking.retrieve(q)
     }
 
@@ -297,7 +297,7 @@ mod tests {
         for (name, leg) in legs() {
             for q in 0..e.queries.len() {
                 let input = QueryInput::from_export(&e, q);
-                let r = leg.retrieve(&input);
+                let r = leg.retrieve(&input).unwrap();
                 // the packers select from the first 100 of the union (select_pool_k)
                 let pool: u64 = r
                     .ranked
@@ -351,7 +351,7 @@ mod tests {
         let packed = build(&e, r#"{"kind":"graph_rescue_packed"}"#);
         for q in 0..e.queries.len() {
             let input = QueryInput::from_export(&e, q);
-            let r = rescue.retrieve(&input);
+            let r = rescue.retrieve(&input).unwrap();
             let s = packed.select(&input, &r, Some(1_000_000)).unwrap();
             let head: Vec<u32> = r.ranked.iter().take(100).map(|c| c.chunk).collect();
             assert_eq!(s.chunks, head, "q{q}");
@@ -378,7 +378,7 @@ mod tests {
         assert!(spec.build("coe", e.clone()).is_err());
         let leg = build(&e, r#"{"kind":"graph_rescue_coe"}"#);
         let input = QueryInput::from_export(&e, 0);
-        let mut r = leg.retrieve(&input);
+        let mut r = leg.retrieve(&input).unwrap();
         r.hyperedges = None;
         assert!(leg.select(&input, &r, None).is_err());
     }
@@ -392,7 +392,7 @@ mod tests {
         );
         let input = QueryInput::from_export(&e, 0);
         let s = leg
-            .select(&input, &leg.retrieve(&input), Some(2_000))
+            .select(&input, &leg.retrieve(&input).unwrap(), Some(2_000))
             .unwrap();
         assert!(s.tokens <= 2_000 && !s.chunks.is_empty());
     }

@@ -1,0 +1,137 @@
+//! Why an engine could not answer. Only engines outside the process can fail at query time (the
+//! built-in scans cannot); the error names the engine, the command it runs and the request, so
+//! a cell recorded as `error` says which query broke which backend.
+
+use std::fmt;
+
+/// A first-stage engine that could not answer a request (or could not start).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EngineError {
+    /// What answers, e.g. `external lexical engine`.
+    pub engine: &'static str,
+    /// The command line of the process, as configured.
+    pub command: String,
+    /// The id of the query the request was for; `None` for a failure at start-up.
+    pub query_id: Option<String>,
+    /// What went wrong (boxed: every `Result` of a retrieval carries this error).
+    pub failure: Box<Failure>,
+}
+
+impl fmt::Display for EngineError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} `{}`", self.engine, self.command)?;
+        match &self.query_id {
+            Some(q) => write!(f, ", request for query `{q}`")?,
+            None => f.write_str(", at start-up")?,
+        }
+        write!(f, ": {}", self.failure)
+    }
+}
+
+impl EngineError {
+    /// Whether this only repeats an earlier failure (a request not sent because the process
+    /// had already failed): a cell reports the failure that caused it instead.
+    pub fn is_consequence(&self) -> bool {
+        matches!(*self.failure, Failure::Stopped(_))
+    }
+}
+
+/// No `source`: the message already holds the failure, and a chain would print it twice.
+impl std::error::Error for EngineError {}
+
+/// What went wrong with an engine's process or its answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Failure {
+    /// The process could not be started.
+    #[error("cannot start the process: {0}")]
+    Spawn(String),
+    /// The process ended (or closed its output) before answering.
+    #[error("the process exited ({status}) before answering{}", stderr_tail(.stderr))]
+    Exited {
+        /// Its exit status, as the OS reports it.
+        status: String,
+        /// The end of what it wrote to stderr.
+        stderr: String,
+    },
+    /// No answer within the configured time; the process was killed.
+    #[error("no answer within {ms} ms (the process was killed){}", stderr_tail(.stderr))]
+    Timeout {
+        /// The limit that passed.
+        ms: u64,
+        /// The end of what it wrote to stderr.
+        stderr: String,
+    },
+    /// A line that is not the protocol's JSON.
+    #[error("malformed answer {line:?}: {reason}")]
+    Malformed {
+        /// The line (cut to 200 characters).
+        line: String,
+        /// Why it is not an answer.
+        reason: String,
+    },
+    /// An answer without a field the protocol requires.
+    #[error("the answer has no `{0}`")]
+    MissingField(String),
+    /// An answer to another request.
+    #[error("the answer is for query `{0}`")]
+    WrongQuery(String),
+    /// A result id that is not a chunk of the corpus.
+    #[error("result {index} names `{id}`, which is not a chunk id of the corpus")]
+    UnknownId {
+        /// Position in the answer's `results`.
+        index: usize,
+        /// The id.
+        id: String,
+    },
+    /// The same chunk twice in one answer.
+    #[error("result {index} names `{id}` a second time")]
+    DuplicateId {
+        /// Position in the answer's `results`.
+        index: usize,
+        /// The id.
+        id: String,
+    },
+    /// A score that is not a finite number (as `f32`, the scale every ranking uses).
+    #[error("{} has the non-finite score {score}", which_result(*.index, .id))]
+    NonFinite {
+        /// Position in the answer's `results` (`None`: the line held a bare `NaN` or
+        /// `Infinity`, which is not JSON, so it could not be parsed to find it).
+        index: Option<usize>,
+        /// The result's id, where known.
+        id: Option<String>,
+        /// The score as written.
+        score: String,
+    },
+    /// More results than the `k` asked for.
+    #[error("{got} results for k = {k}")]
+    TooMany {
+        /// Results returned.
+        got: usize,
+        /// Results asked for.
+        k: usize,
+    },
+    /// The request could not be written to the process.
+    #[error("cannot write the request: {0}")]
+    Write(String),
+    /// The process was stopped by an earlier failure of this cell, so the request was not sent.
+    #[error("not sent: the process was stopped after an earlier failure ({0})")]
+    Stopped(String),
+}
+
+fn which_result(index: Option<usize>, id: &Option<String>) -> String {
+    match (index, id) {
+        (Some(i), Some(id)) => format!("result {i} (`{id}`)"),
+        (Some(i), None) => format!("result {i}"),
+        _ => "a result".into(),
+    }
+}
+
+fn stderr_tail(stderr: &str) -> String {
+    let s = stderr.trim();
+    if s.is_empty() {
+        String::new()
+    } else {
+        format!("; its stderr ends: {s}")
+    }
+}
