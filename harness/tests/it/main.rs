@@ -11,6 +11,7 @@ mod curves;
 mod matrix;
 mod reliability;
 mod report_html;
+mod run_leg;
 mod settings;
 mod shard;
 mod slurm;
