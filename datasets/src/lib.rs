@@ -20,6 +20,7 @@ pub mod lexical;
 pub mod model;
 pub mod parquet_io;
 pub mod rng;
+pub mod runfile;
 pub mod simgraph;
 pub mod synthetic;
 pub mod tokens;

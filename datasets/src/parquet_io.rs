@@ -47,10 +47,15 @@ pub fn write(path: &Path, columns: Vec<(&str, ArrayRef)>) -> Result<()> {
 
 /// Reads a whole parquet file into one batch (our files are small: one row group per column).
 pub fn read(path: &Path) -> Result<RecordBatch> {
-    // The parquet decoder asserts on some inconsistent metadata (a negative column offset, for
-    // one) instead of returning an error; a file that does that is malformed like any other,
-    // and is reported as such, naming it, rather than ending the process.
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| read_unguarded(path))) {
+    guarded(path, || read_unguarded(path))
+}
+
+/// Runs `f`, a call into the parquet decoder. The decoder asserts on some inconsistent
+/// metadata (a negative column offset, for one) instead of returning an error; a file that does
+/// that is malformed like any other, and is reported as such, naming it, rather than ending the
+/// process.
+fn guarded<T>(path: &Path, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
         Ok(result) => result,
         Err(panic) => {
             let what = panic
@@ -68,18 +73,41 @@ pub fn read(path: &Path) -> Result<RecordBatch> {
 }
 
 fn read_unguarded(path: &Path) -> Result<RecordBatch> {
-    let file = File::open(path).map_err(|e| Error::io(path, e))?;
-    let reader = ParquetRecordBatchReaderBuilder::try_new(file)
-        .map_err(|e| Error::malformed(path, "parquet", e))?
-        .with_batch_size(1 << 20)
-        .build()
-        .map_err(|e| Error::malformed(path, "parquet", e))?;
+    let reader = batch_reader(path)?;
     let schema = reader.schema();
     let mut batches = Vec::new();
     for b in reader {
         batches.push(b.map_err(|e| Error::malformed(path, "parquet", e))?);
     }
     arrow_select_concat(path, schema, batches)
+}
+
+fn batch_reader(path: &Path) -> Result<parquet::arrow::arrow_reader::ParquetRecordBatchReader> {
+    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    ParquetRecordBatchReaderBuilder::try_new(file)
+        .map_err(|e| Error::malformed(path, "parquet", e))?
+        .with_batch_size(1 << 20)
+        .build()
+        .map_err(|e| Error::malformed(path, "parquet", e))
+}
+
+/// Streams a parquet file of any length to `each`, one batch of at most 2^20 rows at a time, in
+/// row order (for files too large to hold whole, such as a system's run; [`read`] is for the
+/// export's files). A decoder panic is reported as a malformed file, as in [`read`].
+pub fn for_each_batch(path: &Path, each: &mut dyn FnMut(&RecordBatch) -> Result<()>) -> Result<()> {
+    let mut reader = guarded(path, || batch_reader(path))?;
+    loop {
+        let next = guarded(path, || {
+            reader
+                .next()
+                .transpose()
+                .map_err(|e| Error::malformed(path, "parquet", e))
+        })?;
+        match next {
+            Some(batch) => each(&batch)?,
+            None => return Ok(()),
+        }
+    }
 }
 
 fn arrow_select_concat(
@@ -154,7 +182,8 @@ impl<'a> Columns<'a> {
             .ok_or_else(|| Error::field(self.path, "schema", name, "column is missing"))
     }
 
-    fn typed<T: 'static>(&self, name: &str, what: &str) -> Result<&'a T> {
+    /// Column `name` as arrow array type `T` (`what` names the type in the error).
+    pub fn typed<T: 'static>(&self, name: &str, what: &str) -> Result<&'a T> {
         self.get(name)?
             .as_any()
             .downcast_ref::<T>()

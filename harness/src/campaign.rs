@@ -239,6 +239,17 @@ impl StatsConfig {
         let c = crate::stats::bootstrap_mean_ci(values, self.resamples, 0.95, self.seed).ok()?;
         Some([c.lo, c.hi])
     }
+    /// [`Self::mean_ci`] of several per-query columns of one query set, in one pass (each CI
+    /// bit-identical to its own [`Self::mean_ci`]).
+    pub fn mean_cis(&self, columns: &[&[f64]]) -> Vec<Option<[f64; 2]>> {
+        if !self.ci.is_on() {
+            return vec![None; columns.len()];
+        }
+        match crate::stats::bootstrap_mean_cis(columns, self.resamples, 0.95, self.seed) {
+            Ok(cis) => cis.into_iter().map(|c| Some([c.lo, c.hi])).collect(),
+            Err(_) => columns.iter().map(|c| self.mean_ci(c)).collect(),
+        }
+    }
     /// Paired-bootstrap 95% CI of the mean difference `b - a`.
     pub fn paired_ci(&self, a: &[f64], b: &[f64]) -> Option<[f64; 2]> {
         if !self.ci.is_on() {

@@ -49,6 +49,81 @@ pub enum Command {
     Datasets(CommonArgs),
     /// List the campaign's legs with their resolved parameters.
     Legs(CommonArgs),
+    /// Score a run file (TREC, JSON or parquet) against TREC qrels with hopbench's metrics,
+    /// mean and 95% CI per metric (no campaign, export or model needed).
+    Eval(EvalArgs),
+}
+
+/// `hopbench eval`'s arguments.
+#[derive(Args, Debug)]
+pub struct EvalArgs {
+    /// The run: TREC (`qid Q0 docid rank score tag`), JSON (`{qid: {docid: score}}`) or
+    /// parquet (columns `query_id`, `doc_id`, `score`).
+    pub run: PathBuf,
+    /// TREC qrels (`qid 0 docid rel`; relevant when rel > 0).
+    pub qrels: PathBuf,
+    /// The run's format (default: from its extension: .trec, .txt, .run, .json, .parquet).
+    #[arg(long, value_enum)]
+    pub run_format: Option<RunFormatArg>,
+    /// How to print the result.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: EvalOutput,
+    /// Also write the per-query values: FILE.json (`{qid: {metric: value}}`) or FILE.tsv.
+    #[arg(long)]
+    pub per_query: Option<PathBuf>,
+    /// A run query the qrels do not judge: `error`, or `drop` (its records are dropped and
+    /// counted).
+    #[arg(long, value_enum, default_value = "error")]
+    pub unknown_ids: UnknownIdsArg,
+    /// Campaign whose `recall_k` and `stats` to use (default: the compiled-in campaign's).
+    #[arg(long)]
+    pub campaign: Option<PathBuf>,
+    /// No confidence intervals (the bootstrap costs resamples x queries per metric).
+    #[arg(long)]
+    pub no_ci: bool,
+}
+
+/// `--run-format`.
+#[derive(clap::ValueEnum, Debug, Clone, Copy)]
+pub enum RunFormatArg {
+    /// `qid Q0 docid rank score tag` lines.
+    Trec,
+    /// `{qid: {docid: score}}`.
+    Json,
+    /// Columns `query_id`, `doc_id`, `score`.
+    Parquet,
+}
+
+impl RunFormatArg {
+    /// The reader's format.
+    pub fn format(self) -> hopbench_datasets::runfile::RunFormat {
+        use hopbench_datasets::runfile::RunFormat;
+        match self {
+            RunFormatArg::Trec => RunFormat::Trec,
+            RunFormatArg::Json => RunFormat::Json,
+            RunFormatArg::Parquet => RunFormat::Parquet,
+        }
+    }
+}
+
+/// `hopbench eval --format`.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EvalOutput {
+    /// An aligned table with the counts above it.
+    Table,
+    /// The whole report as JSON.
+    Json,
+    /// One row per metric: `metric mean ci_lo ci_hi queries`.
+    Tsv,
+}
+
+/// `--unknown-ids`.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnknownIdsArg {
+    /// An error naming the file and the line.
+    Error,
+    /// Dropped and counted.
+    Drop,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -421,6 +496,8 @@ impl Command {
             Command::Bench(BenchCommand::Prepare(a)) => a.common.overrides(),
             Command::Bench(BenchCommand::Assembly(a)) => a.common.overrides(),
             Command::Datasets(c) | Command::Legs(c) => c.overrides(),
+            // `eval` reads no settings: main runs it before resolving any
+            Command::Eval(a) => only(&a.campaign, &None),
         }
     }
 }

@@ -33,6 +33,7 @@ pub mod compare;
 pub mod contract;
 pub mod curve;
 pub mod data;
+pub mod eval_cmd;
 pub mod evaluate;
 pub mod fsx;
 pub mod html;

@@ -33,6 +33,9 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> Result<ExitCode> {
+    if let Command::Eval(a) = &cli.command {
+        return eval_command(a);
+    }
     let settings = Settings::resolve(&cli.command.overrides())?;
     let s = &settings;
     let campaign = &s.campaign;
@@ -284,6 +287,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 );
             }
         }
+        Command::Eval(_) => unreachable!("eval runs before any settings are resolved"),
         Command::Legs(_) => {
             out!("campaign: {}", s.origin);
             for (name, spec) in &campaign.legs {
@@ -293,6 +297,43 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 );
             }
         }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `hopbench eval`: needs no campaign (one given lends its `recall_k` and `stats`), takes no
+/// lock and writes only `--per-query`.
+fn eval_command(a: &hopbench::cli::EvalArgs) -> Result<ExitCode> {
+    use hopbench::campaign::{Campaign, CiMode, EMBEDDED};
+    use hopbench::cli::{EvalOutput, UnknownIdsArg};
+    use hopbench::eval_cmd;
+    let campaign = match &a.campaign {
+        Some(p) => Campaign::load(Some(p))?.0,
+        None => Campaign::parse(EMBEDDED, "<embedded campaign.yaml>")?,
+    };
+    let mut stats = campaign.stats.clone();
+    if a.no_ci {
+        stats.ci = CiMode::Off;
+    }
+    let options = eval_cmd::EvalOptions {
+        run: a.run.clone(),
+        format: a.run_format.map(|f| f.format()),
+        qrels: a.qrels.clone(),
+        drop_unknown: a.unknown_ids == UnknownIdsArg::Drop,
+        recall_k: campaign.recall_k.clone(),
+        stats,
+    };
+    let (report, values) = eval_cmd::run(&options)?;
+    if let Some(path) = &a.per_query {
+        eval_cmd::write_per_query(path, &values)?;
+    }
+    match a.format {
+        EvalOutput::Table => out!("{}", eval_cmd::table(&report).trim_end()),
+        EvalOutput::Tsv => out!("{}", eval_cmd::tsv(&report).trim_end()),
+        EvalOutput::Json => out!(
+            "{}",
+            serde_json::to_string_pretty(&report).expect("the report serialises")
+        ),
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -201,6 +201,9 @@ pub struct Metric {
     pub curve: &'static [usize],
     /// Cut-offs of the per-group breakdown table (always with CIs).
     pub breakdown: &'static [usize],
+    /// Whether the metric is defined by a ranking and relevance judgements alone (no corpus
+    /// documents, no chain): what `hopbench eval` measures from a run and a qrels file.
+    pub qrels_only: bool,
 }
 
 /// Every metric, in report order (the order of record columns and table columns).
@@ -217,6 +220,7 @@ pub const METRICS: &[Metric] = &[
         ],
         curve: &[10],
         breakdown: &[10],
+        qrels_only: true,
     },
     Metric {
         name: "ndcg",
@@ -226,6 +230,7 @@ pub const METRICS: &[Metric] = &[
         matrix: &[Column { k: 10, ci: false }],
         curve: &[10],
         breakdown: &[10],
+        qrels_only: true,
     },
     Metric {
         name: "mrr",
@@ -235,6 +240,7 @@ pub const METRICS: &[Metric] = &[
         matrix: &[],
         curve: &[],
         breakdown: &[],
+        qrels_only: true,
     },
     Metric {
         name: "doc_recall",
@@ -244,6 +250,7 @@ pub const METRICS: &[Metric] = &[
         matrix: &[Column { k: 10, ci: false }],
         curve: &[10],
         breakdown: &[],
+        qrels_only: false,
     },
     Metric {
         name: "chain_coverage",
@@ -253,6 +260,7 @@ pub const METRICS: &[Metric] = &[
         matrix: &[Column { k: 10, ci: false }],
         curve: &[10],
         breakdown: &[],
+        qrels_only: false,
     },
     Metric {
         name: "full_chain_hit",
@@ -262,6 +270,7 @@ pub const METRICS: &[Metric] = &[
         matrix: &[Column { k: 10, ci: true }],
         curve: &[10],
         breakdown: &[],
+        qrels_only: false,
     },
 ];
 
@@ -319,6 +328,15 @@ pub fn measured(recall_k: &[usize]) -> Vec<At> {
             };
             cuts.iter().map(move |&k| At { metric, k })
         })
+        .collect()
+}
+
+/// What `hopbench eval` measures from a run and qrels: the rows of [`measured`] that need no
+/// corpus documents and no chain ([`Metric::qrels_only`]).
+pub fn measured_from_qrels(recall_k: &[usize]) -> Vec<At> {
+    measured(recall_k)
+        .into_iter()
+        .filter(|m| m.metric.qrels_only)
         .collect()
 }
 
@@ -760,6 +778,8 @@ mod tests {
         let breakdown: Vec<String> = breakdown_columns().iter().map(At::label).collect();
         assert_eq!(breakdown, ["R@10", "nDCG@10"]);
         assert_eq!(headline().name(), "recall@10");
+        let from_qrels: Vec<String> = measured_from_qrels(&[1, 10]).iter().map(At::name).collect();
+        assert_eq!(from_qrels, ["recall@1", "recall@10", "ndcg@10", "mrr@10"]);
         // a campaign's recall k list only changes the recall row
         let few: Vec<String> = measured(&[3]).iter().map(At::name).collect();
         assert_eq!(few[0], "recall@3");

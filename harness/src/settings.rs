@@ -132,6 +132,21 @@ impl Settings {
             confine_files(&campaign, data_dir.as_deref())
                 .with_context(|| format!("{origin}: invalid campaign"))?;
         }
+        // a leg that reads a file (`run`) names it relative to the campaign file; the path is
+        // made absolute and the file's content hash written into the leg's parameters, so the
+        // cell key changes when the file does and printed settings name the same file
+        let base = o
+            .campaign
+            .as_deref()
+            .and_then(Path::parent)
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        for (name, spec) in campaign.legs.iter_mut() {
+            *spec = spec
+                .pin_inputs(name, base)
+                .map_err(anyhow::Error::from)
+                .with_context(|| format!("{origin}: invalid campaign"))?;
+        }
         campaign.results = path_text(&results);
         campaign.model = path_text(&model);
         campaign.data_dir = data_dir.as_deref().map(path_text);

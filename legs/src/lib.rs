@@ -6,8 +6,9 @@
 //! that decides what goes into the context window. A budget curve is therefore one retrieve and N
 //! selects, so every operating point is settled against the identical candidate list.
 //!
-//! Legs see an [`Export`](hopbench_datasets::export::Export) and nothing else: no files, no
-//! metrics. Ties break on ascending chunk index everywhere (the export sorts chunks by record id,
+//! Legs see an [`Export`](hopbench_datasets::export::Export) and nothing else: no files (save
+//! the `run` kind's run file, a system's output that the campaign names and the cell key
+//! hashes), no metrics. Ties break on ascending chunk index everywhere (the export sorts chunks by record id,
 //! so that is ascending record id). One query's work is single-threaded and order-fixed.
 //!
 //! ```no_run

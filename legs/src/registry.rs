@@ -76,6 +76,17 @@ impl LegSpec {
         self.config.reads_conversation()
     }
 
+    /// The spec with the files the leg reads pinned ([`LegKind::pin_inputs`]: absolute paths,
+    /// relative ones taken from `base`, and each file's content hash), so they are part of the
+    /// cell key; unchanged for kinds that read no file. `name` is the leg's campaign name, used
+    /// in messages.
+    pub fn pin_inputs(&self, name: &str, base: &std::path::Path) -> Result<LegSpec, LegError> {
+        Ok(match self.config.pin_inputs(name, base)? {
+            Some(config) => LegSpec { config },
+            None => self.clone(),
+        })
+    }
+
     /// Texts this leg needs vectors for besides the prepared ones (the conversation kinds): the
     /// harness embeds them and passes them to [`Self::build_with`].
     pub fn texts_to_embed(&self, export: &Export) -> Vec<String> {

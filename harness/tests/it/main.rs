@@ -13,6 +13,7 @@ mod engines;
 mod matrix;
 mod reliability;
 mod report_html;
+mod run_leg;
 mod settings;
 mod shard;
 mod slurm;

@@ -12,6 +12,7 @@
 
 use std::any::Any;
 use std::fmt::Debug;
+use std::path::Path;
 use std::sync::Arc;
 
 use hopbench_datasets::export::Export;
@@ -36,6 +37,9 @@ pub trait LegKind: Params + Debug + Clone + PartialEq + Send + Sync + 'static {
     const NAME: &'static str;
     /// One line for `hopbench legs`.
     const ABOUT: &'static str;
+    /// The fewest parameters the kind parses and validates with, as JSON: `{}` unless the kind
+    /// has a parameter without a default (the registry's tests build every kind from this).
+    const EXAMPLE: &'static str = "{}";
 
     /// Checks across groups (each group's own ranges are checked by [`Params::check`] first).
     fn check_kind(&self, _c: &Check<'_>) -> Result<(), LegError> {
@@ -56,6 +60,15 @@ pub trait LegKind: Params + Debug + Clone + PartialEq + Send + Sync + 'static {
     fn reads_conversation(&self) -> bool {
         false
     }
+
+    /// For a kind that reads a file besides the export (`run`): the parameters with its path
+    /// made absolute (a relative one is relative to `base`, the campaign file's directory) and
+    /// the file's content hash written in, so the hash is part of the cell key and an edited
+    /// file recomputes the cell. `None`: the kind reads no file (every other kind). Errors name
+    /// leg `leg`.
+    fn pin_inputs(&self, _leg: &str, _base: &Path) -> Result<Option<Self>, LegError> {
+        Ok(None)
+    }
 }
 
 /// A kind's parameters behind a pointer: what the registry holds for each campaign leg.
@@ -72,6 +85,8 @@ pub trait LegConfig: Debug + Send + Sync {
     fn texts_to_embed(&self, export: &Export) -> Vec<String>;
     /// See [`LegKind::reads_conversation`].
     fn reads_conversation(&self) -> bool;
+    /// See [`LegKind::pin_inputs`].
+    fn pin_inputs(&self, leg: &str, base: &Path) -> Result<Option<Arc<dyn LegConfig>>, LegError>;
     /// The concrete kind struct, for callers that need one kind's parameters.
     fn as_any(&self) -> &dyn Any;
 }
@@ -97,6 +112,9 @@ impl<K: LegKind> LegConfig for K {
     fn reads_conversation(&self) -> bool {
         LegKind::reads_conversation(self)
     }
+    fn pin_inputs(&self, leg: &str, base: &Path) -> Result<Option<Arc<dyn LegConfig>>, LegError> {
+        Ok(LegKind::pin_inputs(self, leg, base)?.map(|k| Arc::new(k) as Arc<dyn LegConfig>))
+    }
     fn as_any(&self) -> &dyn Any {
         self
     }
@@ -108,6 +126,8 @@ pub struct Kind {
     pub name: &'static str,
     /// One line for `hopbench legs`.
     pub about: &'static str,
+    /// [`LegKind::EXAMPLE`].
+    pub example: &'static str,
     parse: fn(&Flat) -> Result<Arc<dyn LegConfig>, ParamError>,
     keys: fn() -> Vec<&'static str>,
 }
@@ -118,6 +138,7 @@ impl Kind {
         Kind {
             name: K::NAME,
             about: K::ABOUT,
+            example: K::EXAMPLE,
             parse: parse_as::<K>,
             keys: keys_of::<K>,
         }
@@ -210,6 +231,7 @@ kinds! {
     multi_horizon::MultiHorizon,
     rescue_oracle::RescueOracle,
     base_oracle::BaseOracle,
+    run::Run,
 }
 
 #[cfg(test)]
@@ -236,7 +258,8 @@ mod tests {
     #[test]
     fn every_kind_parses_its_defaults_validates_and_round_trips() {
         for k in KINDS {
-            let c = k.parse(&Flat::new()).unwrap();
+            let example: Flat = serde_json::from_str(k.example).unwrap();
+            let c = k.parse(&example).unwrap();
             assert_eq!(c.kind(), k.name);
             c.validate(k.name).unwrap();
             let again = k.parse(&c.params()).unwrap();

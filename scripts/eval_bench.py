@@ -1,0 +1,237 @@
+#!/usr/bin/env python3
+"""Times `hopbench eval` (one thread) against ranx and pytrec_eval on the same run and qrels,
+checks that every per-query value agrees to 1e-9, and prints a table.
+
+usage:
+  scripts/eval_bench.py [--queries 10000] [--depth 100] [--seed 7]      # a generated run
+  scripts/eval_bench.py --run results/runs/D/bm25.trec --qrels results/runs/D/qrels.txt
+options:
+  --hopbench PATH   the binary (default: target/release/hopbench; build it with
+                    `cargo build --release` first)
+  --peers LIST      comma list of ranx,pytrec_eval (default: both); pytrec_eval holds the run
+                    as Python dicts: about 25 GB at --queries 1000000
+  --workdir DIR     where the generated files go (default: a temporary directory, removed)
+  --repeat N        timed runs of each evaluator; the table shows the fastest (default 1)
+
+needs: pip install ranx==0.3.20 pytrec-eval-terrier==0.5.11 numpy
+
+The generated run: N queries x depth documents, seeded; within a query the documents are
+distinct and their scores strictly decreasing (so no evaluator's tie rule matters), written
+`q{n} Q0 d{m} rank score tag` with 6 decimals. The qrels judge 1 to 5 documents per query
+relevant (rel 1), about half of them retrieved. Measured: recall@1,2,5,10,20 and nDCG@10 (all
+three evaluators) and MRR@10 (hopbench and ranx; trec_eval's recip_rank has no cut-off).
+
+Timings are wall times of the whole evaluation from the files: hopbench as a process (read,
+score, write the per-query TSV; `--no-ci`, since the peers compute no CI, and once more with its
+default bootstrap CIs), ranx and pytrec_eval in this process (read the files, build their
+structures, evaluate). Python start-up, imports and ranx's one-time numba compilation (done on a
+toy run first) are not counted for the peers.
+"""
+import argparse
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+KS = [1, 2, 5, 10, 20]
+TOL = 1e-9
+
+
+def generate(workdir, queries, depth, seed):
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    run_path = workdir / "run.trec"
+    qrels_path = workdir / "qrels.txt"
+    corpus = max(10 * depth, 10_000_000)
+    chunk = 10_000
+    with open(run_path, "w") as run, open(qrels_path, "w") as qrels:
+        for start in range(0, queries, chunk):
+            n = min(chunk, queries - start)
+            # distinct documents per query: a random base plus increasing gaps
+            base = rng.integers(0, corpus, size=(n, 1))
+            docs = (base + np.cumsum(rng.integers(1, 50, size=(n, depth)), axis=1)) % corpus
+            # strictly decreasing scores: depth - rank plus a fraction below 0.5
+            frac = rng.random((n, depth)) * 0.5
+            scores = (depth - np.arange(depth))[None, :] + frac
+            # documents in a random order of the ranking
+            order = np.argsort(rng.random((n, depth)), axis=1)
+            docs = np.take_along_axis(docs, order, axis=1)
+            rel_count = rng.integers(1, 6, size=n)
+            lines = []
+            judged = []
+            for i in range(n):
+                q = f"q{start + i}"
+                row_d, row_s = docs[i], scores[i]
+                lines.append(
+                    "\n".join(
+                        f"{q} Q0 d{row_d[r]} {r + 1} {row_s[r]:.6f} gen" for r in range(depth)
+                    )
+                )
+                picks = set()
+                for _ in range(rel_count[i]):
+                    if rng.random() < 0.5:
+                        picks.add(int(row_d[rng.integers(0, depth)]))
+                    else:
+                        picks.add(int(rng.integers(corpus, 2 * corpus)))
+                judged.append("\n".join(f"{q} 0 d{d} 1" for d in sorted(picks)))
+            run.write("\n".join(lines) + "\n")
+            qrels.write("\n".join(judged) + "\n")
+    return run_path, qrels_path
+
+
+def read_trec(path, kind):
+    out = {}
+    with open(path) as f:
+        for line in f:
+            parts = line.split()
+            if not parts:
+                continue
+            if kind == "qrels":
+                qid, _, doc, rel = parts
+                out.setdefault(qid, {})[doc] = int(rel)
+            else:
+                qid, _, doc, _rank, score, _tag = parts
+                out.setdefault(qid, {})[doc] = float(score)
+    return out
+
+
+def hopbench(binary, run, qrels, workdir, ci):
+    per_query = workdir / "hopbench-per-query.tsv"
+    args = [str(binary), "eval", str(run), str(qrels), "--format", "json",
+            "--per-query", str(per_query)]
+    if not ci:
+        args.append("--no-ci")
+    t0 = time.perf_counter()
+    subprocess.run(args, check=True, stdout=subprocess.DEVNULL)
+    elapsed = time.perf_counter() - t0
+    values = {}
+    with open(per_query) as f:
+        names = f.readline().rstrip("\n").split("\t")[1:]
+        for line in f:
+            cols = line.rstrip("\n").split("\t")
+            values[cols[0]] = {n: float(v) for n, v in zip(names, cols[1:])}
+    return elapsed, values
+
+
+def ranx_eval(run, qrels):
+    from ranx import Qrels, Run, evaluate
+
+    metrics = [f"recall@{k}" for k in KS] + ["ndcg@10", "mrr@10"]
+    # numba compiles ranx's readers and metrics on first use (about a minute); compile them
+    # outside the timing, on a toy pair read the same way
+    with tempfile.TemporaryDirectory() as toy:
+        tq, tr = pathlib.Path(toy) / "q.txt", pathlib.Path(toy) / "r.trec"
+        tq.write_text("a 0 x 1\n")
+        tr.write_text("a Q0 x 1 2.0 t\na Q0 y 2 1.0 t\n")
+        evaluate(Qrels.from_file(str(tq), kind="trec"), Run.from_file(str(tr), kind="trec"),
+                 metrics, threads=1)
+    t0 = time.perf_counter()
+    q = Qrels.from_file(str(qrels), kind="trec")
+    r = Run.from_file(str(run), kind="trec")
+    evaluate(q, r, metrics, save_results_in_run=True, threads=1)
+    elapsed = time.perf_counter() - t0
+    values = {}
+    for m in metrics:
+        for qid, v in r.scores[m].items():
+            values.setdefault(qid, {})[m] = float(v)
+    return elapsed, values
+
+
+def pytrec_eval_eval(run, qrels):
+    import pytrec_eval
+
+    t0 = time.perf_counter()
+    qd = read_trec(qrels, "qrels")
+    rd = read_trec(run, "run")
+    measures = {"recall." + ",".join(map(str, KS)), "ndcg_cut.10"}
+    out = pytrec_eval.RelevanceEvaluator(qd, measures).evaluate(rd)
+    elapsed = time.perf_counter() - t0
+    values = {}
+    for qid, ms in out.items():
+        row = {f"recall@{k}": ms[f"recall_{k}"] for k in KS}
+        row["ndcg@10"] = ms["ndcg_cut_10"]
+        values[qid] = row
+    return elapsed, values
+
+
+def max_diff(ours, theirs, name):
+    """The largest per-query difference over the metrics both report; every query of each side
+    must be on the other."""
+    if set(ours) != set(theirs):
+        only = sorted(set(ours) ^ set(theirs))[:5]
+        raise SystemExit(f"{name}: the query sets differ (e.g. {only})")
+    worst = 0.0
+    for qid, row in ours.items():
+        for m, v in theirs[qid].items():
+            worst = max(worst, abs(row[m] - v))
+    return worst
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--queries", type=int, default=10_000)
+    ap.add_argument("--depth", type=int, default=100)
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--run")
+    ap.add_argument("--qrels")
+    ap.add_argument("--hopbench", default="target/release/hopbench")
+    ap.add_argument("--peers", default="ranx,pytrec_eval")
+    ap.add_argument("--workdir")
+    ap.add_argument("--repeat", type=int, default=1)
+    a = ap.parse_args()
+    if bool(a.run) != bool(a.qrels):
+        ap.error("give both --run and --qrels, or neither")
+    peers = [p for p in a.peers.split(",") if p]
+    for p in peers:
+        if p not in ("ranx", "pytrec_eval"):
+            ap.error(f"unknown peer {p}")
+    binary = pathlib.Path(a.hopbench)
+    if not binary.is_file():
+        ap.error(f"{binary}: no hopbench binary (cargo build --release, or --hopbench PATH)")
+    own_dir = a.workdir is None
+    workdir = pathlib.Path(a.workdir or tempfile.mkdtemp(prefix="eval_bench."))
+    workdir.mkdir(parents=True, exist_ok=True)
+    os.environ["RAYON_NUM_THREADS"] = "1"
+    os.environ["NUMBA_NUM_THREADS"] = "1"
+    try:
+        if a.run:
+            run, qrels = pathlib.Path(a.run), pathlib.Path(a.qrels)
+            label = f"{run.name} vs {qrels.name}"
+        else:
+            t0 = time.perf_counter()
+            run, qrels = generate(workdir, a.queries, a.depth, a.seed)
+            print(f"generated {a.queries} x {a.depth} in {time.perf_counter() - t0:.1f} s "
+                  f"({run.stat().st_size / 1e6:.0f} MB) under {workdir}", file=sys.stderr)
+            label = f"generated, seed {a.seed}"
+        lines = sum(1 for _ in open(run))
+        best = lambda f: min((f() for _ in range(a.repeat)), key=lambda x: x[0])
+        rows = []
+        t, ours = best(lambda: hopbench(binary, run, qrels, workdir, ci=False))
+        rows.append(("hopbench eval --no-ci", t, "reference"))
+        t_ci, ours_ci = best(lambda: hopbench(binary, run, qrels, workdir, ci=True))
+        if ours_ci != ours:
+            raise SystemExit("hopbench: the values differ with and without CIs")
+        rows.append(("hopbench eval (bootstrap CIs)", t_ci, "identical"))
+        for p in peers:
+            f = ranx_eval if p == "ranx" else pytrec_eval_eval
+            t, theirs = best(lambda: f(run, qrels))
+            d = max_diff(ours, theirs, p)
+            if d > TOL:
+                raise SystemExit(f"{p}: a per-query value differs from hopbench's by {d:.3g}")
+            rows.append((p, t, f"max |diff| {d:.1e}"))
+        print(f"\n{label}: {len(ours)} queries, {lines} run lines, one thread\n")
+        print(f"| evaluator | seconds | vs hopbench --no-ci | per-query values |")
+        print(f"|---|---:|---:|---|")
+        for name, t, check in rows:
+            print(f"| {name} | {t:.2f} | {t / rows[0][1]:.1f}x | {check} |")
+    finally:
+        if own_dir:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
