@@ -284,13 +284,13 @@ fn find<V: Copy>(map: &HashMap<&str, V>, id: &str, format: RunFormat) -> Option<
 }
 
 impl Ranker for Rankings {
-    fn retrieve(&self, q: &QueryInput<'_>) -> Retrieval {
+    fn retrieve(&self, q: &QueryInput<'_>) -> Result<Retrieval, LegError> {
         let (ranked, diagnostics) = &self.per_query[q.index];
-        Retrieval {
+        Ok(Retrieval {
             ranked: ranked.clone(),
             diagnostics: diagnostics.clone(),
             ..Retrieval::default()
-        }
+        })
     }
 }
 
@@ -314,7 +314,7 @@ mod tests {
 
     fn ranking(leg: &dyn Leg, q: usize) -> (Vec<u32>, BTreeMap<String, f64>) {
         let export = leg.export();
-        let r = leg.retrieve(&QueryInput::from_export(export, q));
+        let r = leg.retrieve(&QueryInput::from_export(export, q)).unwrap();
         (r.ranked.iter().map(|c| c.chunk).collect(), r.diagnostics)
     }
 
