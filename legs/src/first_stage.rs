@@ -518,6 +518,8 @@ mod tests {
                 "cdr" | "cdgr" | "cdr_task" | "cdgr_task" => {
                     assert!(!dense && !lexical, "{}", k.name)
                 }
+                // a run leg reads a system's ranking from a file: it has no engine at all
+                "run" => assert!(!dense && !lexical, "{}", k.name),
                 // the kinds that nest a ranking take the sides inside it
                 "rescue_oracle" | "base_oracle" | "graph_rescue_coe" | "graph_rescue_packed" => {
                     assert!(keys.contains(&"rescue"), "{}", k.name)
