@@ -18,6 +18,7 @@ pub mod formats;
 pub mod lexical;
 pub mod model;
 pub mod parquet_io;
+pub mod protocol;
 pub mod rng;
 pub mod simgraph;
 pub mod synthetic;

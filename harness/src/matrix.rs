@@ -220,12 +220,14 @@ fn run_cell(
         DatasetState::Missing(_) => (None, Vec::new()),
     };
     let (inputs, key) = cell_inputs(campaign, s, contract, leg_name, export.as_deref());
+    let protocol = crate::protocol::label(campaign, dataset, export.as_deref());
 
     let export = match state {
         DatasetState::Missing(reason) => {
             let cell = CellSummary::without_numbers(
                 dataset,
                 leg_name,
+                &protocol,
                 Status::MissingInputs,
                 reason.clone(),
                 key,
@@ -241,6 +243,7 @@ fn run_cell(
         let mut cell = CellSummary::without_numbers(
             dataset,
             leg_name,
+            &protocol,
             Status::Empty,
             format!(
                 "no query to evaluate: none of the dataset's {} queries has gold",
@@ -286,6 +289,7 @@ fn run_cell(
             let cell = CellSummary::without_numbers(
                 dataset,
                 leg_name,
+                &protocol,
                 Status::MissingInputs,
                 reason,
                 key,
@@ -354,8 +358,15 @@ fn run_cell(
         Ok(r) => r,
         Err(reason) => {
             // a leg that cannot select is an `error` cell with its reason, never zeros
-            let cell =
-                CellSummary::without_numbers(dataset, leg_name, Status::Error, reason, key, inputs);
+            let cell = CellSummary::without_numbers(
+                dataset,
+                leg_name,
+                &protocol,
+                Status::Error,
+                reason,
+                key,
+                inputs,
+            );
             summary::write_summary(&paths.summary, &cell)?;
             return Ok(((cell, CellOutcome::Computed), None));
         }
@@ -374,8 +385,9 @@ fn run_cell(
         },
         files: None,
     };
-    let mut cell =
-        CellSummary::from_results(dataset, leg_name, key, inputs, &names, &results, timing);
+    let mut cell = CellSummary::from_results(
+        dataset, leg_name, &protocol, key, inputs, &names, &results, timing,
+    );
     cell.queries_without_gold = no_gold;
     let ids: Vec<String> = results.iter().map(|r| r.id.clone()).collect();
     let ranked: Vec<Vec<u32>> = results.iter().map(|r| r.ranked.clone()).collect();

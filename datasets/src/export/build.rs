@@ -85,6 +85,7 @@ pub(super) fn build(
         message,
     })?;
     let mut passages = raw.passages;
+    source.protocol.apply(&mut passages);
     passages.sort_by(|a, b| a.id.cmp(&b.id));
     if let Some(w) = passages.windows(2).find(|w| w[0].id == w[1].id) {
         return Err(Error::DuplicatePassage {
@@ -113,6 +114,7 @@ pub(super) fn build(
                 title: p.title.clone(),
                 text: p.text.clone(),
                 header: p.header.clone(),
+                joiner: source.protocol.joiner,
                 tokens: 0,
             };
             c.tokens = heuristic_tokens(&c.full_text());

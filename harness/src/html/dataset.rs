@@ -134,7 +134,10 @@ pub(crate) fn write(o: &ReportOptions, job: &Job) -> Result<Vec<(PathBuf, u64)>>
 fn intro(o: &ReportOptions, job: &Job) -> String {
     let mut s = String::new();
     if let Some(spec) = o.campaign.datasets.get(job.dataset) {
-        let mut facts = vec![format!("format <code>{}</code>", esc(spec.format.name()))];
+        let mut facts = vec![
+            format!("format <code>{}</code>", esc(spec.format.name())),
+            format!("indexes {}", super::matrix::indexed(job.cells)),
+        ];
         if let Some(from) = &spec.derive_from {
             facts.push(format!(
                 "<strong>derived</strong>: scripted dialogues made from the decompositions of \

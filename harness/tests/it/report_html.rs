@@ -818,13 +818,15 @@ fn the_pages_keep_their_structure() {
                     tr
                       th[scope=col] ×2
                       th.num[scope=col] ×2
-                      th[scope=col] ×2
+                      th[scope=col] ×3
                   tbody
                     tr ×3
                       th[scope=row]
                         a
                       td
                       td.num ×2
+                      td
+                        code
                       td ×2
               section#protocol
                 h2 "Protocol"
@@ -872,7 +874,7 @@ fn the_pages_keep_their_structure() {
                 a ×6
             main
               p
-                code
+                code ×2
                 strong
                 code
               section#metrics

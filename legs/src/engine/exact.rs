@@ -33,7 +33,9 @@ impl ExactDense {
     pub fn new(export: Arc<Export>, vectors: Vectors) -> Result<Self, LegError> {
         if vectors == Vectors::ContentOnly && export.content_embeddings.is_none() {
             return Err(LegError::MissingInputs(
-                "the dataset has no context headers, so there are no content-only vectors".into(),
+                "the dataset indexes the text alone already (protocol `text`), so there are no \
+                 content-only vectors: `dense` is the text-alone run"
+                    .into(),
             ));
         }
         Ok(ExactDense { export, vectors })
