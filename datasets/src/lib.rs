@@ -19,6 +19,7 @@ pub mod formats;
 pub mod lexical;
 pub mod model;
 pub mod parquet_io;
+pub mod protocol;
 pub mod rng;
 pub mod runfile;
 pub mod simgraph;

@@ -17,8 +17,9 @@ pub struct Passage {
     pub title: String,
     /// The passage body.
     pub text: String,
-    /// A context header (breadcrumb) prepended for embedding; `None` where the dataset has none,
-    /// which makes `dense_content_only` report `missing-inputs`.
+    /// A context header (breadcrumb) the dataset publishes, `None` where it has none. What is
+    /// indexed is decided by the export's protocol ([`crate::protocol`]), which may replace it
+    /// with the title or drop it.
     pub header: Option<String>,
 }
 

@@ -163,6 +163,7 @@ fn base() -> &'static Base {
             format: "fuzz".into(),
             files: vec![],
             extra: "fuzz".into(),
+            protocol: hopbench_datasets::protocol::Protocol::PUBLISHED,
         };
         export::prepare(
             &source,

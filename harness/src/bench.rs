@@ -161,15 +161,15 @@ pub fn prepare(
     sample: usize,
 ) -> Result<PrepareThroughput> {
     let t = Instant::now();
-    let raw = data::read_dataset(campaign, dataset, s)?;
+    let mut raw = data::read_dataset(campaign, dataset, s)?;
     let read_s = t.elapsed().as_secs_f64();
+    // the texts the export indexes: the dataset's protocol applied, as the build applies it
+    let protocol = crate::protocol::of(campaign, dataset).map_err(anyhow::Error::msg)?;
+    protocol.apply(&mut raw.passages);
     let texts: Vec<String> = raw
         .passages
         .iter()
-        .map(|p| match &p.header {
-            Some(h) => format!("{h}\n{}", p.text),
-            None => p.text.clone(),
-        })
+        .map(|p| protocol.join(p.header.as_deref(), &p.text))
         .collect();
     let tok = Tokenizer::english();
     let t = Instant::now();

@@ -102,16 +102,20 @@ impl<'de> Deserialize<'de> for DatasetFormat {
     }
 }
 
-/// How the context header of a chunk is made.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// What goes before a passage's text in what is indexed and embedded (`context_header`).
+/// Absent from the campaign, it is the format's published protocol, filled in when the
+/// campaign loads ([`crate::protocol`]); the other values are labelled ablations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum HeaderMode {
-    /// Keep what the format gives (the real sets give none: `dense_content_only` is then
-    /// `missing-inputs`, as in the seed).
-    #[default]
+    /// What the dataset publishes: the generated world's breadcrumb; the text alone for the
+    /// raw formats, which publish none; for a pool or a dialogues dataset, what its members
+    /// index.
     AsPublished,
-    /// Use the passage title as its header (an explicit, labelled variant).
+    /// The passage title, joined as the format's baselines join it.
     Title,
+    /// Nothing: the text alone.
+    None,
 }
 
 /// One dataset of the campaign.
@@ -143,9 +147,10 @@ pub struct DatasetSpec {
     /// the campaign loads. (Not serialised when absent, like `derive_from`.)
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chunking: Option<crate::chunking::Chunking>,
-    /// Context header policy.
+    /// Context header policy (`None` only before the campaign is loaded: loading fills in the
+    /// format's default, so that `--show-settings` prints it and the export key hashes it).
     #[serde(default)]
-    pub context_header: HeaderMode,
+    pub context_header: Option<HeaderMode>,
     /// Free text shown in reports (e.g. "pool has no distractors").
     #[serde(default)]
     pub note: Option<String>,
@@ -359,6 +364,7 @@ impl Campaign {
             },
         )
         .with_context(|| format!("{origin}: invalid campaign"))?;
+        crate::protocol::fill_defaults(&mut c);
         c.validate()
             .with_context(|| format!("{origin}: invalid campaign"))?;
         Ok(c)
@@ -518,6 +524,10 @@ impl Campaign {
             if d.derive_from.is_some() && d.format != DatasetFormat::Dialogues {
                 bail!("datasets.{name}: field `derive_from`: only for format dialogues");
             }
+        }
+        for name in self.datasets.keys() {
+            crate::protocol::of(self, name)
+                .map_err(|e| anyhow::anyhow!("datasets.{name}: field `context_header`: {e}"))?;
         }
         Ok(())
     }
@@ -732,7 +742,7 @@ mod tests {
 
     #[test]
     fn dialogues_parse_and_are_checked() {
-        let ok = "datasets:\n  s: {format: synthetic}\n  m: {format: musique, files: {questions: q.json}}\n  p: {format: pool, pool: [s, m]}\n  sd: {format: dialogues, derive_from: s}\n  pd: {format: dialogues, derive_from: p}\nlegs: {}\n";
+        let ok = "datasets:\n  s: {format: synthetic}\n  m: {format: musique, files: {questions: q.json}}\n  p: {format: pool, pool: [s, m], context_header: title}\n  sd: {format: dialogues, derive_from: s}\n  pd: {format: dialogues, derive_from: p}\nlegs: {}\n";
         let c = Campaign::parse(ok, "c.yaml").unwrap();
         assert_eq!(c.datasets["sd"].derive_from.as_deref(), Some("s"));
         assert_eq!(c.datasets["pd"].format, DatasetFormat::Dialogues);

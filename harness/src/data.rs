@@ -20,7 +20,7 @@ use hopbench_datasets::export::{self, EmbedFn, Export, PrepareConfig, Prepared, 
 use hopbench_datasets::formats::{self, documents, Files};
 use hopbench_datasets::{synthetic, RawDataset, SpannedDataset};
 
-use crate::campaign::{Campaign, DatasetFormat, DatasetSpec, HeaderMode};
+use crate::campaign::{Campaign, DatasetFormat, DatasetSpec};
 
 /// Where data, exports, the embedding cache and the model live.
 #[derive(Debug, Clone)]
@@ -140,7 +140,7 @@ fn read_raw(
     files: &BTreeMap<String, Vec<PathBuf>>,
     s: &DataSettings,
 ) -> Result<SpannedDataset> {
-    let mut read = match spec.format {
+    let read = match spec.format {
         DatasetFormat::Synthetic => {
             synthetic::try_generate(&spec.synthetic.clone().unwrap_or_default())
                 .with_context(|| format!("datasets.{name}: field `synthetic`"))?
@@ -168,18 +168,7 @@ fn read_raw(
             unreachable!("pools and dialogues are read member by member")
         }
     };
-    apply_header_policy(spec, &mut read.raw);
     Ok(read)
-}
-
-/// `context_header: title` gives every passage its title as header; the default keeps what
-/// the format gives.
-fn apply_header_policy(spec: &DatasetSpec, raw: &mut RawDataset) {
-    if spec.context_header == HeaderMode::Title {
-        for p in &mut raw.passages {
-            p.header = Some(p.title.clone());
-        }
-    }
 }
 
 fn read_members(
@@ -194,9 +183,8 @@ fn read_members(
         let source = derive_from(spec);
         let read = read_members(campaign, source, members, member_files, s)?;
         // the dialogues keep the source's passages, so its spans still hold
-        let mut derived = formats::dialogues::derive(read.raw, source)
+        let derived = formats::dialogues::derive(read.raw, source)
             .with_context(|| format!("datasets.{name}: deriving dialogues from `{source}`"))?;
-        apply_header_policy(spec, &mut derived);
         return Ok(SpannedDataset {
             raw: derived,
             spans: read.spans,
@@ -217,9 +205,10 @@ fn read_members(
         );
         parts.push((m.clone(), read.raw));
     }
-    let mut pooled = formats::pool(parts);
-    apply_header_policy(spec, &mut pooled);
-    Ok(SpannedDataset { raw: pooled, spans })
+    Ok(SpannedDataset {
+        raw: formats::pool(parts),
+        spans,
+    })
 }
 
 /// Member datasets of `name` ([`member_names`]) and their resolved raw files.
@@ -268,16 +257,17 @@ fn extra_identity(campaign: &Campaign, spec: &DatasetSpec, members: &[String]) -
 }
 
 /// What the export of `name` is made from: its name, its format's name, every raw file it reads
-/// (the members', in member then role order) and [`extra_identity`]. All of it is hashed into
-/// the export's input key, so each piece is a stable serialisation: names as written in the
-/// campaign, the spec as JSON.
+/// (the members', in member then role order), [`extra_identity`] and its indexing protocol
+/// ([`crate::protocol::of`], which the build applies to the passages read). All of it is hashed
+/// into the export's input key, so each piece is a stable serialisation: names as written in
+/// the campaign, the spec as JSON.
 fn source(
     campaign: &Campaign,
     name: &str,
     members: &[String],
     member_files: &[BTreeMap<String, Vec<PathBuf>>],
     s: &DataSettings,
-) -> Source {
+) -> Result<Source> {
     let spec = &campaign.datasets[name];
     let mut files: Vec<PathBuf> = member_files
         .iter()
@@ -291,7 +281,9 @@ fn source(
     {
         files.push(tokenizer_file(s));
     }
-    Source {
+    let protocol = crate::protocol::of(campaign, name)
+        .map_err(|e| anyhow::anyhow!("datasets.{name}: field `context_header`: {e}"))?;
+    Ok(Source {
         name: name.to_string(),
         format: spec.format.name().to_string(),
         files,
@@ -300,7 +292,8 @@ fn source(
         // settings and the derivation's version (its own spec, with `format: dialogues` and
         // `derive_from`, already keeps its key apart from the source's)
         extra: extra_identity(campaign, spec, members),
-    }
+        protocol,
+    })
 }
 
 /// The embedder, and the embedding cache opened for writing this process's file of it
@@ -346,7 +339,7 @@ pub fn embed_part(
         Ok(x) => x,
         Err(reason) => return Ok(PartOutcome::Missing(reason)),
     };
-    let source = source(campaign, name, &members, &member_files, s);
+    let source = source(campaign, name, &members, &member_files, s)?;
     let model_id = embed::model_id_of(&s.model_dir)
         .with_context(|| format!("embedding model not found at {}", s.model_dir.display()))?;
     let dim = embed::model_dim_of(&s.model_dir)?;
@@ -427,7 +420,7 @@ pub fn open(
         Ok(x) => x,
         Err(reason) => return Ok(DatasetState::Missing(reason)),
     };
-    let source = source(campaign, name, &members, &member_files, s);
+    let source = source(campaign, name, &members, &member_files, s)?;
     let read_all = || read_members(campaign, name, &members, &member_files, s);
 
     let model_id = embed::model_id_of(&s.model_dir).with_context(|| {
@@ -629,7 +622,7 @@ legs: {}
         let s = settings(Some(dir.path().to_path_buf()));
         let source_of = |name: &str| {
             let (members, files) = members_of(&c, name, &s).unwrap();
-            source(&c, name, &members, &files, &s)
+            source(&c, name, &members, &files, &s).unwrap()
         };
         let m = source_of("m");
         assert_eq!(m.format, "musique");
@@ -637,10 +630,19 @@ legs: {}
             m.files,
             [dir.path().join("m/c.json"), dir.path().join("m/q.json")]
         );
-        let spec = r#"{"format":"musique","files":{"corpus":"m/c.json","questions":"m/q.json"},"synthetic":null,"pool":[],"context_header":"as_published","note":null}"#;
+        // the format's protocol is filled in when the campaign loads, and applied by the build
+        assert_eq!(
+            m.protocol,
+            hopbench_datasets::protocol::Protocol::TITLE_NEWLINE
+        );
+        let spec = r#"{"format":"musique","files":{"corpus":"m/c.json","questions":"m/q.json"},"synthetic":null,"pool":[],"context_header":"title","note":null}"#;
         assert_eq!(m.extra, format!("[{spec},[{spec}]]"));
         let sd = source_of("sd");
         assert_eq!(sd.format, "dialogues");
+        assert_eq!(
+            sd.protocol,
+            hopbench_datasets::protocol::Protocol::PUBLISHED
+        );
         let synthetic = r#"{"format":"synthetic","files":{},"synthetic":null,"pool":[],"context_header":"as_published","note":null}"#;
         assert_eq!(
             sd.extra,

@@ -43,6 +43,7 @@ pub mod matrix;
 pub mod metrics;
 pub mod plot;
 pub mod progress;
+pub mod protocol;
 pub mod report;
 pub mod settings;
 pub mod shard;

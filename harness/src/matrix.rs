@@ -232,12 +232,14 @@ fn run_cell(
         DatasetState::Missing(_) => (None, Vec::new()),
     };
     let (inputs, key) = cell_inputs(campaign, s, contract, leg_name, export.as_deref());
+    let protocol = crate::protocol::label(campaign, dataset, export.as_deref());
 
     let export = match state {
         DatasetState::Missing(reason) => {
             let cell = CellSummary::without_numbers(
                 dataset,
                 leg_name,
+                &protocol,
                 Status::MissingInputs,
                 reason.clone(),
                 key,
@@ -253,6 +255,7 @@ fn run_cell(
         let mut cell = CellSummary::without_numbers(
             dataset,
             leg_name,
+            &protocol,
             Status::Empty,
             format!(
                 "no query to evaluate: none of the dataset's {} queries has gold",
@@ -298,6 +301,7 @@ fn run_cell(
             let cell = CellSummary::without_numbers(
                 dataset,
                 leg_name,
+                &protocol,
                 Status::MissingInputs,
                 reason,
                 key,
@@ -311,6 +315,7 @@ fn run_cell(
             let cell = CellSummary::without_numbers(
                 dataset,
                 leg_name,
+                &protocol,
                 Status::Error,
                 e.to_string(),
                 key,
@@ -379,7 +384,9 @@ fn run_cell(
     if let Some(reason) = evaluate::cell_failure(failures.into_iter().filter_map(Result::err)) {
         // a leg that cannot retrieve or select is an `error` cell with its reason, never zeros
         let cell =
-            CellSummary::without_numbers(dataset, leg_name, Status::Error, reason, key, inputs);
+            CellSummary::without_numbers(
+            dataset, leg_name, &protocol, Status::Error, reason, key, inputs,
+        );
         summary::write_summary(&paths.summary, &cell)?;
         return Ok(((cell, CellOutcome::Computed), None));
     }
@@ -397,8 +404,9 @@ fn run_cell(
         },
         files: None,
     };
-    let mut cell =
-        CellSummary::from_results(dataset, leg_name, key, inputs, &names, &results, timing);
+    let mut cell = CellSummary::from_results(
+        dataset, leg_name, &protocol, key, inputs, &names, &results, timing,
+    );
     cell.queries_without_gold = no_gold;
     let ids: Vec<String> = results.iter().map(|r| r.id.clone()).collect();
     let ranked: Vec<Vec<u32>> = results.iter().map(|r| r.ranked.clone()).collect();

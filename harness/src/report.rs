@@ -19,11 +19,34 @@ fn fmt_metric(c: &CellSummary, name: &str, with_ci: bool) -> String {
     }
 }
 
+/// What each dataset of `cells` indexes per passage, in the order the cells name them:
+/// `musique-train100 title+text, mtrag-un text` (a dataset whose cells disagree, e.g. from two
+/// runs of different campaigns, lists each label).
+pub fn protocols(cells: &[CellSummary]) -> String {
+    let mut seen: Vec<(&str, Vec<&str>)> = Vec::new();
+    for c in cells.iter().filter(|c| !c.protocol.is_empty()) {
+        match seen.iter_mut().find(|(d, _)| *d == c.dataset) {
+            Some((_, labels)) if labels.contains(&c.protocol.as_str()) => {}
+            Some((_, labels)) => labels.push(&c.protocol),
+            None => seen.push((&c.dataset, vec![&c.protocol])),
+        }
+    }
+    seen.iter()
+        .map(|(d, labels)| format!("{d} {}", labels.join(" / ")))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// The table of `cells`, one row per cell; the metric columns are
-/// [`metrics::matrix_columns`].
+/// [`metrics::matrix_columns`]. A line above it names what each dataset indexes (its
+/// protocol): numbers of two protocols are not comparable.
 pub fn matrix_table(cells: &[CellSummary]) -> String {
     let columns = metrics::matrix_columns();
     let mut out = String::new();
+    let indexed = protocols(cells);
+    if !indexed.is_empty() {
+        let _ = writeln!(out, "Indexed per passage (protocol): {indexed}.\n");
+    }
     let _ = write!(out, "| dataset | leg | status | queries |");
     for (m, ci) in &columns {
         let ci = if *ci { " [95% CI]" } else { "" };
@@ -91,7 +114,10 @@ pub fn matrix_markdown(cells: &[CellSummary]) -> String {
     out.push_str(
         "\nMeans over the evaluated queries; 95% CIs are percentile bootstrap intervals of the mean \
          (fixed seed). Chain metrics average only queries with a published chain (— where none). \
-         Latency is retrieve + select per query, in ms, at the pinned thread count.\n",
+         Latency is retrieve + select per query, in ms, at the pinned thread count. The protocol \
+         is what BM25 and the embedder see per passage: `title+text` (the multi-hop sets' and \
+         BEIR's published protocol), `header+text` (the dataset's own header) or `text`; \
+         `lexical_content_only` and `dense_content_only` are the text-alone ablations.\n",
     );
     out
 }

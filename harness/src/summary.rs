@@ -18,8 +18,8 @@ use crate::evaluate::QueryResult;
 use crate::fsx;
 use crate::metrics;
 
-/// Version of the summary schema.
-pub const SCHEMA_VERSION: u32 = 3;
+/// Version of the summary schema (4: `protocol`).
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// Whether the cell has numbers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -27,7 +27,7 @@ pub const SCHEMA_VERSION: u32 = 3;
 pub enum Status {
     /// Measured.
     Ok,
-    /// The dataset or the leg lacks an input (files absent, no context headers, ...): no numbers,
+    /// The dataset or the leg lacks an input (files absent, no header to ablate, ...): no numbers,
     /// never zeros.
     MissingInputs,
     /// The cell failed; `reason` says why.
@@ -222,6 +222,10 @@ pub struct CellSummary {
     pub dataset: String,
     /// Leg name.
     pub leg: String,
+    /// What the dataset's export indexes per passage: `title+text`, `header+text` or `text`
+    /// (see `hopbench_datasets::protocol`); numbers are comparable with a published table only
+    /// under its protocol.
+    pub protocol: String,
     /// Status.
     pub status: Status,
     /// Why the status is not `ok`.
@@ -263,6 +267,7 @@ impl CellSummary {
     pub fn without_numbers(
         dataset: &str,
         leg: &str,
+        protocol: &str,
         status: Status,
         reason: String,
         key: String,
@@ -272,6 +277,7 @@ impl CellSummary {
             schema_version: SCHEMA_VERSION,
             dataset: dataset.into(),
             leg: leg.into(),
+            protocol: protocol.into(),
             status,
             reason: Some(reason),
             key,
@@ -295,14 +301,22 @@ impl CellSummary {
     pub fn from_results(
         dataset: &str,
         leg: &str,
+        protocol: &str,
         key: String,
         inputs: CellInputs,
         names: &[String],
         results: &[QueryResult],
         timing: Timing,
     ) -> Self {
-        let mut s =
-            CellSummary::without_numbers(dataset, leg, Status::Ok, String::new(), key, inputs);
+        let mut s = CellSummary::without_numbers(
+            dataset,
+            leg,
+            protocol,
+            Status::Ok,
+            String::new(),
+            key,
+            inputs,
+        );
         s.reason = None;
         s.queries = results.len();
         for name in names {

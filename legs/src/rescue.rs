@@ -358,6 +358,7 @@ pub(crate) mod fixtures {
     use std::sync::{Arc, OnceLock};
 
     use hopbench_datasets::export::{self, EmbedFn, Export, PrepareConfig, Source};
+    use hopbench_datasets::protocol::Protocol;
 
     fn fake(dim: usize) -> EmbedFn<'static> {
         EmbedFn {
@@ -390,6 +391,15 @@ pub(crate) mod fixtures {
         raw: impl FnOnce() -> hopbench_datasets::Result<hopbench_datasets::RawDataset>,
         dim: usize,
     ) -> Export {
+        export_under(raw, dim, Protocol::PUBLISHED)
+    }
+
+    /// [`export_of`] under `protocol`.
+    pub(crate) fn export_under(
+        raw: impl FnOnce() -> hopbench_datasets::Result<hopbench_datasets::RawDataset>,
+        dim: usize,
+        protocol: Protocol,
+    ) -> Export {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("export");
         let source = Source {
@@ -397,6 +407,7 @@ pub(crate) mod fixtures {
             format: "test".into(),
             files: vec![],
             extra: "legs-tests".into(),
+            protocol,
         };
         export::prepare(
             &source,
@@ -695,13 +706,16 @@ mod tests {
         };
         type Raw<'a> =
             Box<dyn FnOnce() -> hopbench_datasets::Result<hopbench_datasets::RawDataset> + 'a>;
-        let sets: Vec<(&str, Raw<'_>)> = vec![
+        use hopbench_datasets::protocol::Protocol;
+        let sets: Vec<(&str, Protocol, Raw<'_>)> = vec![
             (
                 "synthetic",
+                Protocol::PUBLISHED,
                 Box::new(|| Ok(hopbench_datasets::synthetic::generate(&Default::default()))),
             ),
             (
                 "musique-train100",
+                hopbench_datasets::formats::musique::FORMAT.protocol,
                 Box::new(|| {
                     hopbench_datasets::formats::musique::read(
                         &data.join("musique-train100/musique_train.json"),
@@ -710,7 +724,7 @@ mod tests {
                 }),
             ),
         ];
-        for (name, raw) in sets {
+        for (name, protocol, raw) in sets {
             let tmp = tempfile::tempdir().unwrap();
             let dir = tmp.path().join(name);
             let mut embed = hopbench_datasets::export::EmbedFn {
@@ -724,6 +738,7 @@ mod tests {
                     format: name.into(),
                     files: vec![],
                     extra: String::new(),
+                    protocol,
                 },
                 raw,
                 &Default::default(),

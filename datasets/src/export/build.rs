@@ -86,6 +86,7 @@ pub(super) fn build(
         message,
     })?;
     let mut passages = raw.passages;
+    source.protocol.apply(&mut passages);
     passages.sort_by(|a, b| a.id.cmp(&b.id));
     if let Some(w) = passages.windows(2).find(|w| w[0].id == w[1].id) {
         return Err(Error::DuplicatePassage {
@@ -143,6 +144,7 @@ pub(super) fn build(
                 title: p.title.clone(),
                 text: p.text.clone(),
                 header: p.header.clone(),
+                joiner: source.protocol.joiner,
                 tokens: 0,
                 span: spans.get(&p.id).copied(),
             };

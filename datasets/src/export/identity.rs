@@ -1,6 +1,7 @@
 //! What an export is made from, as one hash: the manifest's `input_key` is blake3 over a JSON
 //! object of the export version, dataset name, format name, the blake3 of every raw input file,
-//! of the non-file identity (`Source::extra`), the prepare configuration and the model. JSON
+//! of the non-file identity (`Source::extra`), the prepare configuration, the indexing protocol
+//! and the model. JSON
 //! object keys are written sorted, so the key does not depend on declaration order. Equal keys
 //! and intact files mean the existing export is the one prepare would write.
 
@@ -25,6 +26,7 @@ fn input_key(m: &Manifest) -> String {
         "inputs": m.inputs,
         "extra": m.extra,
         "config": m.config,
+        "protocol": m.protocol,
         "model_id": m.model_id,
         "dim": m.dim,
     });
@@ -76,6 +78,7 @@ pub fn planned_manifest(
         inputs,
         extra: blake3::hash(source.extra.as_bytes()).to_hex().to_string(),
         config: config.clone(),
+        protocol: source.protocol,
         model_id: model_id.to_string(),
         dim,
         input_key: String::new(),

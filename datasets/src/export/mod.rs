@@ -30,6 +30,11 @@
 //! everywhere downstream. The directory is written beside its final place and renamed into it,
 //! so a crash never leaves a directory with a manifest that lies about its files.
 //!
+//! A chunk's `context_header`, and how it joins `text`, are the source's [`Protocol`] (applied by
+//! the build, recorded in the manifest's `protocol` and its input key): `embedding` and the BM25
+//! index are over [`Chunk::full_text`], `embedding_content` over `text` alone wherever some
+//! chunk has a header (the text-alone ablation).
+//!
 //! The knowledge graph ([`crate::enrich`]) is built over `(title, header + text)` of the sorted
 //! chunks; [`load`] reads it back through [`crate::enrich::read_kg`], which validates every file
 //! and checks that the corpus's denormalised `kg_*` columns are what the graph files imply.
@@ -60,6 +65,7 @@ use crate::enrich::{self, EnrichConfig, KgIndex, KgStats, KnowledgeGraph};
 use crate::error::Result;
 use crate::lexical::{Bm25Index, Bm25Params};
 use crate::model::{RawDataset, Span, SpannedDataset, SubQuestion, Turn};
+use crate::protocol::{Joiner, Protocol};
 use crate::simgraph::{SimGraph, SimGraphConfig, SIMGRAPH_FILES};
 
 pub use build::subquery_texts;
@@ -107,6 +113,9 @@ pub struct Source {
     pub files: Vec<PathBuf>,
     /// Extra identity for inputs that are not files (the synthetic generator's config).
     pub extra: String,
+    /// What each passage is indexed and embedded as (applied by the build, recorded in the
+    /// manifest, hashed into the input key).
+    pub protocol: Protocol,
 }
 
 /// One chunk of the corpus.
@@ -120,19 +129,23 @@ pub struct Chunk {
     pub title: String,
     /// Body text.
     pub text: String,
-    /// Context header, if the dataset has one.
+    /// Context header: what the export's protocol put before the body (the title, the
+    /// dataset's own header), `None` for the text alone.
     pub header: Option<String>,
-    /// Heuristic token count of the text the LLM would receive (`header\ntext` or `text`).
+    /// How the header joins the body (the export's [`Protocol::joiner`]).
+    pub joiner: Joiner,
+    /// Heuristic token count of the text the LLM would receive ([`Chunk::full_text`]).
     pub tokens: u32,
     /// Where the chunk lies in its document's text, for chunks cut from longer documents.
     pub span: Option<Span>,
 }
 
 impl Chunk {
-    /// The text that is embedded, indexed and handed to an LLM: header and body.
+    /// The text that is embedded, indexed and handed to an LLM: header, joiner and body, or the
+    /// body alone.
     pub fn full_text(&self) -> String {
         match &self.header {
-            Some(h) => format!("{h}\n{}", self.text),
+            Some(h) => format!("{h}{}{}", self.joiner.as_str(), self.text),
             None => self.text.clone(),
         }
     }
@@ -201,6 +214,8 @@ pub struct Manifest {
     pub extra: String,
     /// The prepare configuration.
     pub config: PrepareConfig,
+    /// What each passage was indexed and embedded as.
+    pub protocol: Protocol,
     /// Embedding model identity.
     pub model_id: String,
     /// Embedding dimension.
@@ -242,7 +257,8 @@ pub struct Export {
     pub dim: usize,
     /// Header+content vectors, row-major `chunks.len() x dim`.
     pub embeddings: Vec<f32>,
-    /// Content-only vectors where the dataset has context headers (`None` otherwise).
+    /// Content-only (text alone) vectors where some chunk has a context header (`None`
+    /// otherwise: the header+content vectors are the text alone then).
     pub content_embeddings: Option<Vec<f32>>,
     /// Queries in dataset order.
     pub queries: Vec<QueryRecord>,

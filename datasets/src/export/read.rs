@@ -133,6 +133,7 @@ pub fn load(dir: &Path) -> Result<Export> {
             title: titles[i].clone(),
             text: texts[i].clone(),
             header: headers[i].clone(),
+            joiner: manifest.protocol.joiner,
             tokens: tokens[i],
             span: spans[i],
         })

@@ -68,6 +68,7 @@ fn source() -> Source {
         format: "test".into(),
         files: vec![],
         extra: "x".into(),
+        protocol: Protocol::PUBLISHED,
     }
 }
 
@@ -174,6 +175,75 @@ fn headers_give_content_only_vectors() {
         "the headed chunk's content-only vector differs"
     );
     assert_eq!(e.chunks[2].full_text(), "World > Gamma\ngamma is unrelated");
+}
+
+#[test]
+fn the_protocol_decides_what_is_indexed_and_is_part_of_the_key() {
+    let with = |protocol: Protocol| Source {
+        protocol,
+        ..source()
+    };
+    let key = |protocol| {
+        planned_manifest(&with(protocol), &PrepareConfig::default(), "m@1", 8)
+            .unwrap()
+            .input_key
+    };
+    let all = [
+        Protocol::TITLE_NEWLINE,
+        Protocol::TITLE_SPACE,
+        Protocol::TEXT,
+        Protocol::PUBLISHED,
+    ];
+    let keys: std::collections::BTreeSet<String> = all.iter().map(|&p| key(p)).collect();
+    assert_eq!(keys.len(), all.len(), "each protocol is its own export");
+
+    let tmp = tempfile::tempdir().unwrap();
+    let calls = std::rc::Rc::new(std::cell::Cell::new(0));
+    let build = |protocol, name: &str| {
+        let dir = tmp.path().join(name);
+        let mut r = raw();
+        r.passages[0].header = Some("World > Gamma".into());
+        r.passages[1].title = String::new();
+        prepare(
+            &with(protocol),
+            || Ok(r),
+            &PrepareConfig::default(),
+            &mut fake(8, calls.clone()),
+            &dir,
+        )
+        .unwrap();
+        load(&dir).unwrap()
+    };
+    // title + " " + text, the text alone where the title is empty (chunks sorted: a, b, c)
+    let e = build(Protocol::TITLE_SPACE, "space");
+    assert_eq!(e.manifest.protocol, Protocol::TITLE_SPACE);
+    let full: Vec<String> = e.chunks.iter().map(Chunk::full_text).collect();
+    assert_eq!(
+        full,
+        [
+            "alpha founded the company of Beta",
+            "Beta beta was born in a city. Alpha and Gamma were not.",
+            "Gamma gamma is unrelated",
+        ]
+    );
+    assert_eq!(e.manifest.stats.chunks_with_header, 2);
+    // BM25 indexed the title: one more token for each titled chunk
+    assert_eq!(e.bm25.to_parts().doc_len, [4, 7, 3]);
+    assert!(
+        e.content_embeddings.is_some(),
+        "the text-alone vectors stay"
+    );
+    let e = build(Protocol::TITLE_NEWLINE, "newline");
+    assert_eq!(e.chunks[2].full_text(), "Gamma\ngamma is unrelated");
+    // the text alone: no header (a published one is dropped), no second vector set
+    let e = build(Protocol::TEXT, "text");
+    assert!(e.chunks.iter().all(|c| c.header.is_none()));
+    assert_eq!(e.bm25.to_parts().doc_len, [4, 6, 2]);
+    assert!(e.content_embeddings.is_none());
+    // the dataset's own header
+    let e = build(Protocol::PUBLISHED, "published");
+    assert_eq!(e.chunks[2].full_text(), "World > Gamma\ngamma is unrelated");
+    assert_eq!(e.manifest.stats.chunks_with_header, 1);
 }
 
 fn expect_err(r: RawDataset, dim_out: usize, needle: &str) {
@@ -469,7 +539,7 @@ fn the_input_key_is_a_pinned_serialisation() {
     assert_eq!(m.extra, blake3::hash(b"x").to_hex().to_string());
     assert_eq!(
         m.input_key,
-        "b7deac13e80186a8658bc063c9fe6a9e9adc23e9c1534c5c973e4f2c4030a884"
+        "aacad7bec539249acb1c367653df973a78c919e5120a717a30589844a3078341"
     );
 }
 

@@ -19,12 +19,16 @@ use super::qrels::Judgements;
 use super::{Format, Role};
 use crate::error::Result;
 use crate::model::{Passage, Question, RawDataset};
+use crate::protocol::Protocol;
 
 /// `format: beir`: `corpus`, `queries`, `qrels` (one split's file).
 pub const FORMAT: Format = Format {
     name: "beir",
     roles: &[Role::one("corpus"), Role::one("queries"), Role::one("qrels")],
     read: |files| read(files.one("corpus"), files.one("queries"), files.one("qrels")),
+    // BEIR's dense corpus encoder: `(title + " " + text).strip()`; Anserini's BEIR "flat"
+    // indexes concatenate title and text the same way
+    protocol: Protocol::TITLE_SPACE,
 };
 
 /// Read a BEIR dataset from its three files.

@@ -44,6 +44,7 @@ use super::{Files, Format, Role};
 use crate::chunk::{overlapping, Chunker};
 use crate::error::{Error, Result};
 use crate::model::{Passage, Question, RawDataset, Span, SpannedDataset};
+use crate::protocol::Protocol;
 
 /// `format: documents`: `documents`, `queries`, and gold in `qrels` and/or `spans`.
 pub const FORMAT: Format = Format {
@@ -55,6 +56,9 @@ pub const FORMAT: Format = Format {
         Role::optional("spans"),
     ],
     read: |files| Ok(read_files(files)?.chunk(&Chunker::whole())?.raw),
+    // a user's own chunks have no published baseline: indexed as cut (each chunk keeps its
+    // document's title, so `context_header: title` prefixes it)
+    protocol: Protocol::TEXT,
 };
 
 /// The label every query of a documents dataset carries: `span` or `document`.

@@ -28,12 +28,15 @@ use super::hotpot_style::{self, join_sentences, titled_passage, Layout};
 use super::{Format, Role};
 use crate::error::Result;
 use crate::model::{Question, RawDataset};
+use crate::protocol::Protocol;
 
 /// `format: hotpotqa`: `questions`, optional `corpus` (the HippoRAG corpus object).
 pub const FORMAT: Format = Format {
     name: "hotpotqa",
     roles: &[Role::one("questions"), Role::optional("corpus")],
     read: |files| read(files.one("questions"), files.optional("corpus")),
+    // HippoRAG 2: `f"{title}\n{text}"` per passage, gold `title + "\n" + "".join(sentences)`
+    protocol: Protocol::TITLE_NEWLINE,
 };
 
 /// Read HotpotQA: `questions` (JSON list or JSONL), with the HippoRAG `corpus` object file

@@ -26,7 +26,11 @@
 //! Record files are read whole; a JSON list (`[`...) and JSON Lines are both accepted.
 //!
 //! None of these formats publishes a context breadcrumb, so every reader leaves
-//! [`Passage::header`](crate::Passage::header) at `None`; the title is in its own field.
+//! [`Passage::header`](crate::Passage::header) at `None`; the title is in its own field. What is
+//! indexed is each format's [`Format::protocol`], the protocol of its published baselines
+//! (applied when the export is built, see [`crate::protocol`]): `title + "\n" + text` for
+//! MuSiQue, HotpotQA and 2Wiki (HippoRAG 2), `title + " " + text` for BEIR, the text alone for
+//! MTRAG (its passages have no title).
 //!
 //! Two datasets are made from other datasets rather than read, and so are not formats here:
 //! [`pool()`] unions several read datasets into one corpus, prefixing every id with its part's
@@ -49,6 +53,7 @@ pub use roles::{check_roles, Files, Role, RoleError};
 
 use crate::error::Result;
 use crate::model::RawDataset;
+use crate::protocol::Protocol;
 
 /// A raw dataset format: a name, the file roles it reads, and its reader. Each format module
 /// declares one as `pub const FORMAT: Format`.
@@ -60,6 +65,10 @@ pub struct Format {
     pub roles: &'static [Role],
     /// Reads a dataset from its files (already checked against [`Format::roles`]).
     pub read: fn(&Files) -> Result<RawDataset>,
+    /// What its published baselines index per passage (see [`crate::protocol`]): the
+    /// default of every dataset of this format, which a campaign may override as a labelled
+    /// ablation. Each format says where its choice comes from.
+    pub protocol: Protocol,
 }
 
 impl Format {
@@ -138,6 +147,22 @@ mod tests {
             assert_eq!(find(f.name()).map(|g| g.name()), Some(f.name()));
         }
         assert!(find("hotpot").is_none() && find("two_wiki").is_none());
+    }
+
+    #[test]
+    fn each_format_defaults_to_its_published_protocol() {
+        // changing one changes what every such export indexes (and its key): deliberate only
+        let protocols: Vec<_> = FORMATS.iter().map(|f| (f.name(), f.protocol)).collect();
+        assert_eq!(
+            protocols,
+            [
+                ("musique", Protocol::TITLE_NEWLINE),
+                ("hotpotqa", Protocol::TITLE_NEWLINE),
+                ("twowiki", Protocol::TITLE_NEWLINE),
+                ("mtrag", Protocol::TEXT),
+                ("beir", Protocol::TITLE_SPACE),
+            ]
+        );
     }
 
     #[test]

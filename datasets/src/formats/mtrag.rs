@@ -38,12 +38,15 @@ use super::qrels::Judgements;
 use super::{Format, Role};
 use crate::error::{Error, Result};
 use crate::model::{Passage, Question, RawDataset, Turn};
+use crate::protocol::Protocol;
 
 /// `format: mtrag`: `reference` (the tasks), `qrels` (one or more files, applied in order).
 pub const FORMAT: Format = Format {
     name: "mtrag",
     roles: &[Role::one("reference"), Role::list("qrels")],
     read: |files| read(files.one("reference"), files.list("qrels")),
+    // MTRAG-UN's `contexts` carry a document id and the passage text, no title: the text alone
+    protocol: Protocol::TEXT,
 };
 
 /// Read MTRAG: the `reference` tasks file (JSONL) and the `qrels` TSV files, in the given order.

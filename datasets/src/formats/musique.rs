@@ -34,12 +34,16 @@ use super::common::{padded_ids, read_records, Ctx, SeenIds};
 use super::{Format, Role};
 use crate::error::{Error, Result};
 use crate::model::{Passage, Question, RawDataset, SubQuestion};
+use crate::protocol::Protocol;
 
 /// `format: musique`: `questions`, optional `corpus` (the HippoRAG corpus list).
 pub const FORMAT: Format = Format {
     name: "musique",
     roles: &[Role::one("questions"), Role::optional("corpus")],
     read: |files| read(files.one("questions"), files.optional("corpus")),
+    // HippoRAG 2 indexes `f"{title}\n{text}"` per passage and matches gold on the same string
+    // (its `main.py`); IRCoT and HippoRAG 1 index title and paragraph text together too
+    protocol: Protocol::TITLE_NEWLINE,
 };
 
 /// Read MuSiQue: `questions` (JSON list or JSONL), with the HippoRAG `corpus` file (list of

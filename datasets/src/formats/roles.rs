@@ -210,6 +210,7 @@ mod tests {
             Role::list("qrels"),
         ],
         read: |_| Ok(RawDataset::default()),
+        protocol: crate::protocol::Protocol::TEXT,
     };
 
     fn check(given: &[(&str, usize)]) -> Result<(), String> {

@@ -41,12 +41,15 @@ use super::hotpot_style::{self, titled_passage, Layout};
 use super::{Format, Role};
 use crate::error::Result;
 use crate::model::{Question, RawDataset};
+use crate::protocol::Protocol;
 
 /// `format: twowiki`: `questions`, optional `corpus` (a list of `{title, text}`).
 pub const FORMAT: Format = Format {
     name: "twowiki",
     roles: &[Role::one("questions"), Role::optional("corpus")],
     read: |files| read(files.one("questions"), files.optional("corpus")),
+    // HippoRAG 2: `f"{title}\n{text}"` per passage, gold `title + "\n" + " ".join(sentences)`
+    protocol: Protocol::TITLE_NEWLINE,
 };
 
 /// Read 2WikiMultihopQA v1.1: `questions` (JSON list or JSONL), with a `corpus` file (list of

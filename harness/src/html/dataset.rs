@@ -175,7 +175,10 @@ fn drill_section(
 fn intro(o: &ReportOptions, job: &Job) -> String {
     let mut s = String::new();
     if let Some(spec) = o.campaign.datasets.get(job.dataset) {
-        let mut facts = vec![format!("format <code>{}</code>", esc(spec.format.name()))];
+        let mut facts = vec![
+            format!("format <code>{}</code>", esc(spec.format.name())),
+            format!("indexes {}", super::matrix::indexed(job.cells)),
+        ];
         if let Some(from) = &spec.derive_from {
             facts.push(format!(
                 "<strong>derived</strong>: scripted dialogues made from the decompositions of \

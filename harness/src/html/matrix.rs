@@ -82,6 +82,18 @@ pub(crate) fn dataset_counts(cells: &[&CellSummary]) -> (String, String) {
     (join(&|c| c.queries), join(&|c| c.queries_without_gold))
 }
 
+/// What a dataset's cells index per passage (their protocol label), as code.
+pub(crate) fn indexed(cells: &[&CellSummary]) -> String {
+    let labels = distinct(cells, |c| {
+        Some(c.protocol.clone()).filter(|p| !p.is_empty())
+    });
+    if labels == format::NONE {
+        labels
+    } else {
+        format!("<code>{labels}</code>")
+    }
+}
+
 /// Cells per status, `12 ok, 6 missing-inputs`.
 pub(crate) fn status_counts(cells: &[&CellSummary]) -> String {
     let mut n: BTreeMap<&str, usize> = BTreeMap::new();
@@ -239,6 +251,7 @@ fn datasets(o: &ReportOptions, jobs: &[Job]) -> String {
          <th scope=\"col\">dataset</th><th scope=\"col\">format</th>\
          <th scope=\"col\" class=\"num\">queries evaluated</th>\
          <th scope=\"col\" class=\"num\">queries without gold</th>\
+         <th scope=\"col\">indexed (protocol)</th>\
          <th scope=\"col\">cells</th><th scope=\"col\">note</th></tr></thead>\n<tbody>\n",
     );
     for j in jobs {
@@ -254,10 +267,11 @@ fn datasets(o: &ReportOptions, jobs: &[Job]) -> String {
         let _ = writeln!(
             s,
             "<tr><th scope=\"row\"><a href=\"{}\">{}</a></th><td>{}</td><td class=\"num\">{queries}</td>\
-             <td class=\"num\">{without}</td><td>{}</td><td>{}</td></tr>",
+             <td class=\"num\">{without}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             esc(&j.files.page),
             esc(j.dataset),
             esc(&format),
+            indexed(j.cells),
             status_counts(j.cells),
             esc(spec.and_then(|d| d.note.as_deref()).unwrap_or(""))
         );

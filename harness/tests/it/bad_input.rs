@@ -1040,6 +1040,12 @@ fn campaign_cases(t: &mut Table) {
         &[f, "context_header", "bogus"],
     );
     t.campaign(
+        "a pool of members that index differently",
+        with_dataset("  s: {format: synthetic}\n  t: {format: synthetic, context_header: title}\n  p: {format: pool, pool: [s, t]}\n"),
+        Cmd::Prepare,
+        &[f, "datasets.p", "context_header", "index differently"],
+    );
+    t.campaign(
         "a pool of one dataset",
         with_dataset(&format!("{beir}  p: {{format: pool, pool: [d]}}\n")),
         Cmd::Prepare,

@@ -483,3 +483,78 @@ fn a_writer_removes_what_dead_writers_left_and_nothing_else() {
     assert!(out.contains("left by a run that did not finish"), "{out}");
     assert!(keep.exists(), "other files are kept");
 }
+
+#[test]
+fn each_cell_names_its_protocol_and_the_text_alone_ablations_are_the_text_alone_runs() {
+    let env = Env::new();
+    std::fs::write(
+        env.path().join("campaign.yaml"),
+        "results: results
+model: model
+stats: {resamples: 200, permutations: 200, seed: 3}
+datasets:
+  published: {format: synthetic}
+  titled: {format: synthetic, context_header: title}
+  alone: {format: synthetic, context_header: none}
+  absent: {format: musique, files: {questions: nowhere/q.json}}
+legs:
+  lexical: {kind: lexical}
+  lexical_content_only: {kind: lexical_content_only}
+  dense: {kind: dense}
+  dense_content_only: {kind: dense_content_only}
+",
+    )
+    .unwrap();
+    let out = env.ok(&[
+        "run-matrix",
+        "--threads",
+        "2",
+        "--quiet",
+        "--no-curves",
+        "--data-dir",
+        "data",
+        "--limit",
+        "20",
+    ]);
+    let line = "Indexed per passage (protocol): absent title+text, alone text, published \
+                header+text, titled title+text.";
+    assert!(out.contains(line), "{out}");
+    let md = std::fs::read_to_string(env.results("results").join("matrix.md")).unwrap();
+    assert!(md.contains(line), "{md}");
+    let cell = |d: &str, l: &str| env.summary("results", d, l);
+    for (d, protocol) in [
+        ("published", "header+text"),
+        ("titled", "title+text"),
+        ("alone", "text"),
+        // a dataset that could not be read still says what it would index
+        ("absent", "title+text"),
+    ] {
+        for l in ["lexical", "dense", "lexical_content_only"] {
+            assert_eq!(cell(d, l)["protocol"], protocol, "{d} x {l}");
+        }
+    }
+    // the ablations over a titled export are exactly the runs over the text alone
+    for (ablation, full) in [
+        ("lexical_content_only", "lexical"),
+        ("dense_content_only", "dense"),
+    ] {
+        for d in ["titled", "published"] {
+            let a = cell(d, ablation);
+            assert_eq!(a["status"], "ok", "{a}");
+            assert_eq!(
+                a["metrics"],
+                cell("alone", full)["metrics"],
+                "{d} x {ablation}"
+            );
+        }
+        assert_ne!(
+            cell("titled", full)["metrics"],
+            cell("alone", full)["metrics"],
+            "the title moves {full}"
+        );
+        // nothing to ablate where the text alone is indexed
+        let a = cell("alone", ablation);
+        assert_eq!(a["status"], "missing-inputs");
+        assert!(a["reason"].as_str().unwrap().contains("text alone"), "{a}");
+    }
+}

@@ -838,13 +838,15 @@ fn the_pages_keep_their_structure() {
                     tr
                       th[scope=col] ×2
                       th.num[scope=col] ×2
-                      th[scope=col] ×2
+                      th[scope=col] ×3
                   tbody
                     tr ×3
                       th[scope=row]
                         a
                       td
                       td.num ×2
+                      td
+                        code
                       td ×2
               section#protocol
                 h2 "Protocol"
@@ -892,7 +894,7 @@ fn the_pages_keep_their_structure() {
                 a ×7
             main
               p
-                code
+                code ×2
                 strong
                 code
               section#metrics

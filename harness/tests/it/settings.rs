@@ -90,7 +90,7 @@ fn show_settings_fed_back_as_the_campaign_gives_the_same_settings() {
               questions: nowhere/musique_train.json
             synthetic: null
             pool: []
-            context_header: as_published
+            context_header: title
             note: null
           synthetic:
             format: synthetic

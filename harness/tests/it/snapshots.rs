@@ -44,6 +44,8 @@ fn every_report_of_a_small_matrix() {
     ];
     let table = env.stdout(&[&run[..], &["--limit", "24", "--results", "a"]].concat());
     snapshot!(env, table, @r#"
+        Indexed per passage (protocol): absent title+text, synthetic header+text, synthetic-dialogues header+text.
+
         | dataset | leg | status | queries | R@2 | R@5 | R@10 [95% CI] | nDCG@10 | docR@10 | chain@10 | fullchain@10 [95% CI] | tokens@10 | median ms | p95 ms |
         |---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|
         | absent | bm25 | missing-inputs | 0 | — | — | — | — | — | — | — | — | — | — |
@@ -65,6 +67,8 @@ fn every_report_of_a_small_matrix() {
     let md = std::fs::read_to_string(env.results("a").join("matrix.md")).unwrap();
     snapshot!(env, md, @r#"
         # hopbench matrix
+
+        Indexed per passage (protocol): absent title+text, synthetic header+text, synthetic-dialogues header+text.
 
         | dataset | leg | status | queries | R@2 | R@5 | R@10 [95% CI] | nDCG@10 | docR@10 | chain@10 | fullchain@10 [95% CI] | tokens@10 | median ms | p95 ms |
         |---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|
@@ -93,7 +97,7 @@ fn every_report_of_a_small_matrix() {
         - absent x packer: raw files absent: data/nowhere/q.json
         - synthetic x multi_horizon: the dataset has no conversations (the conversation legs need the turns so far per query: MTRAG-UN or a derived dialogue set)
 
-        Means over the evaluated queries; 95% CIs are percentile bootstrap intervals of the mean (fixed seed). Chain metrics average only queries with a published chain (— where none). Latency is retrieve + select per query, in ms, at the pinned thread count.
+        Means over the evaluated queries; 95% CIs are percentile bootstrap intervals of the mean (fixed seed). Chain metrics average only queries with a published chain (— where none). Latency is retrieve + select per query, in ms, at the pinned thread count. The protocol is what BM25 and the embedder see per passage: `title+text` (the multi-hop sets' and BEIR's published protocol), `header+text` (the dataset's own header) or `text`; `lexical_content_only` and `dense_content_only` are the text-alone ablations.
         "#);
 
     copy_dir(&env.results("a"), &env.results("b"));

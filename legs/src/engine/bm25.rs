@@ -1,5 +1,8 @@
 //! The BM25 engine over the export's postings (see `hopbench_datasets::lexical`): the query
 //! text is tokenised with the export's analyzer (Lucene English) and scored term-at-a-time.
+//!
+//! The export indexes each chunk's full text (its protocol's header, then the body);
+//! [`Bm25::content_only`] indexes the bodies alone, for the text-alone ablation.
 
 use std::sync::Arc;
 
@@ -8,11 +11,13 @@ use hopbench_datasets::lexical::{Bm25Index, Tokenizer};
 
 use super::{Engine, EngineError};
 use crate::candidate::Candidate;
-use crate::leg::QueryInput;
+use crate::leg::{LegError, QueryInput};
 
-/// BM25 over an export's index.
+/// BM25 over an export's index, or over an index of the chunks' bodies alone.
 pub struct Bm25 {
     export: Arc<Export>,
+    /// The bodies-only index ([`Bm25::content_only`]); `None`: the export's own.
+    content: Option<Bm25Index>,
     tokenizer: Tokenizer,
 }
 
@@ -21,8 +26,38 @@ impl Bm25 {
     pub fn new(export: Arc<Export>) -> Self {
         Bm25 {
             export,
+            content: None,
             tokenizer: Tokenizer::english(),
         }
+    }
+
+    /// The engine over the chunks' bodies without their headers, indexed here with the
+    /// export's analyser and BM25 parameters: the lexical twin of the content-only vectors.
+    /// It is a pure function of the export, so it needs no file of its own. `MissingInputs`
+    /// where no chunk has a header: the export's index is the text alone already.
+    pub fn content_only(export: Arc<Export>) -> Result<Self, LegError> {
+        if export.chunks.iter().all(|c| c.header.is_none()) {
+            return Err(LegError::MissingInputs(
+                "the dataset indexes the text alone already (protocol `text`): `lexical` is the \
+                 text-alone run"
+                    .into(),
+            ));
+        }
+        let tokenizer = Tokenizer::english();
+        let index = Bm25Index::build(
+            export.chunks.iter().map(|c| c.text.as_str()),
+            &tokenizer,
+            export.bm25.params(),
+        );
+        Ok(Bm25 {
+            export,
+            content: Some(index),
+            tokenizer,
+        })
+    }
+
+    fn index(&self) -> &Bm25Index {
+        self.content.as_ref().unwrap_or(&self.export.bm25)
     }
 }
 
@@ -31,7 +66,7 @@ impl Engine for Bm25 {
         "bm25"
     }
     fn search(&self, query: &QueryInput<'_>, k: usize) -> Result<Vec<Candidate>, EngineError> {
-        Ok(search(&self.export.bm25, &self.tokenizer, query.text, k))
+        Ok(search(self.index(), &self.tokenizer, query.text, k))
     }
 }
 

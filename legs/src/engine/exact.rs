@@ -28,7 +28,9 @@ impl Vectors {
     pub fn available_in(self, export: &Export) -> Result<(), LegError> {
         if self == Vectors::ContentOnly && export.content_embeddings.is_none() {
             return Err(LegError::MissingInputs(
-                "the dataset has no context headers, so there are no content-only vectors".into(),
+                "the dataset indexes the text alone already (protocol `text`), so there are no \
+                 content-only vectors: `dense` is the text-alone run"
+                    .into(),
             ));
         }
         Ok(())

@@ -1,4 +1,5 @@
-//! `dense`: exact cosine over the header + content vectors, top `pool_k`.
+//! `dense`: exact cosine over the vectors of what the protocol indexes (header + content, or
+//! the text alone), top `pool_k`.
 
 use super::{Build, LegKind};
 use crate::engine::Vectors;

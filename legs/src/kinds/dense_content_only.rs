@@ -1,5 +1,6 @@
-//! `dense_content_only`: exact cosine over the content-only vectors (`missing-inputs` where the
-//! dataset has no context headers, so there are no such vectors).
+//! `dense_content_only`: exact cosine over the content-only (text alone) vectors
+//! (`missing-inputs` where no chunk has a header, so there are no such vectors): with
+//! `lexical_content_only`, the text-alone ablation of a title + text protocol.
 
 use super::{Build, LegKind};
 use crate::engine::Vectors;
@@ -19,7 +20,7 @@ flat_params! {
 
 impl LegKind for DenseContentOnly {
     const NAME: &'static str = "dense_content_only";
-    const ABOUT: &'static str = "exact cosine over content-only vectors (needs context headers)";
+    const ABOUT: &'static str = "exact cosine over text-alone vectors, without the header (ablation)";
 
     fn build(&self, b: &Build<'_>) -> Result<Box<dyn Leg>, LegError> {
         let engine = self.dense.build(b.export, Vectors::ContentOnly)?;

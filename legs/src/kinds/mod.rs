@@ -214,6 +214,7 @@ kinds! {
     dense::Dense,
     dense_content_only::DenseContentOnly,
     lexical::Lexical,
+    lexical_content_only::LexicalContentOnly,
     bm25::Bm25,
     kg::Kg,
     hyperedges::Hyperedges,
