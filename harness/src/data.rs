@@ -675,7 +675,7 @@ legs: {}
         s.model_dir = dir.path().join("model");
         let source_of = |name: &str| {
             let (members, files) = members_of(&c, name, &s).unwrap();
-            source(&c, name, &members, &files, &s)
+            source(&c, name, &members, &files, &s).unwrap()
         };
         let (a, b) = (
             source_of("docs@size64-overlap0"),

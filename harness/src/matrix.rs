@@ -383,9 +383,14 @@ fn run_cell(
     let results: Vec<QueryResult> = results.into_iter().filter_map(Result::ok).collect();
     if let Some(reason) = evaluate::cell_failure(failures.into_iter().filter_map(Result::err)) {
         // a leg that cannot retrieve or select is an `error` cell with its reason, never zeros
-        let cell =
-            CellSummary::without_numbers(
-            dataset, leg_name, &protocol, Status::Error, reason, key, inputs,
+        let cell = CellSummary::without_numbers(
+            dataset,
+            leg_name,
+            &protocol,
+            Status::Error,
+            reason,
+            key,
+            inputs,
         );
         summary::write_summary(&paths.summary, &cell)?;
         return Ok(((cell, CellOutcome::Computed), None));

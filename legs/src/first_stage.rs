@@ -520,6 +520,8 @@ mod tests {
                 }
                 // a run leg reads a system's ranking from a file: it has no engine at all
                 "run" => assert!(!dense && !lexical, "{}", k.name),
+                // BM25 over the bodies is built in process from the export: no engine to swap
+                "lexical_content_only" => assert!(!dense && !lexical, "{}", k.name),
                 // the kinds that nest a ranking take the sides inside it
                 "rescue_oracle" | "base_oracle" | "graph_rescue_coe" | "graph_rescue_packed" => {
                     assert!(keys.contains(&"rescue"), "{}", k.name)

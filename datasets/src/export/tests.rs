@@ -539,7 +539,7 @@ fn the_input_key_is_a_pinned_serialisation() {
     assert_eq!(m.extra, blake3::hash(b"x").to_hex().to_string());
     assert_eq!(
         m.input_key,
-        "aacad7bec539249acb1c367653df973a78c919e5120a717a30589844a3078341"
+        "bc7608658995112bc6c4412a75743ec59226c9dd857c78b82c3688c1ed20e55c"
     );
 }
 

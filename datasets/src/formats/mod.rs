@@ -161,6 +161,7 @@ mod tests {
                 ("twowiki", Protocol::TITLE_NEWLINE),
                 ("mtrag", Protocol::TEXT),
                 ("beir", Protocol::TITLE_SPACE),
+                ("documents", Protocol::TEXT),
             ]
         );
     }

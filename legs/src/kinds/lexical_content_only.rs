@@ -74,15 +74,16 @@ mod tests {
     fn rankings(kind: &str, export: &Arc<Export>) -> Result<Vec<Vec<(u32, u32)>>, LegError> {
         let spec: LegSpec = serde_json::from_str(&format!(r#"{{"kind":"{kind}"}}"#)).unwrap();
         let leg = spec.build(kind, export.clone())?;
-        Ok((0..export.queries.len())
+        (0..export.queries.len())
             .map(|q| {
-                leg.retrieve(&QueryInput::from_export(export, q))
+                Ok(leg
+                    .retrieve(&QueryInput::from_export(export, q))?
                     .ranked
                     .iter()
                     .map(|c| (c.chunk, c.score.to_bits()))
-                    .collect()
+                    .collect())
             })
-            .collect())
+            .collect()
     }
 
     #[test]
