@@ -196,21 +196,36 @@ pub fn randomization_test(
     }
     let observed = d.iter().sum::<f64>().abs();
     let tolerance = 1e-12 * d.iter().map(|x| x.abs()).sum::<f64>();
+    let threshold = observed - tolerance;
     let mut rng = SplitMix64::new(seed);
+    // One draw of 64 sign bits per 64 differences, rounds drawn in order, each round summed in
+    // query order: the p-value of the plain loop (the tests' `randomization_reference`), bit for
+    // bit. A flip is an XOR of the sign bit (exactly `-x`), so no branch depends on a random
+    // bit, and `LANES` rounds are summed side by side so their additions overlap.
+    const LANES: usize = 4;
+    let words = d.len().div_ceil(64);
+    let mut bits = vec![0u64; LANES * words];
     let mut extreme = 0usize;
-    for _ in 0..permutations {
-        let mut bits = 0u64;
-        let mut sum = 0.0;
+    let mut done = 0;
+    while done < permutations {
+        let lanes = LANES.min(permutations - done);
+        for w in bits[..lanes * words].iter_mut() {
+            *w = rng.next_u64();
+        }
+        let mut sums = [0.0f64; LANES];
         for (i, &x) in d.iter().enumerate() {
-            if i % 64 == 0 {
-                bits = rng.next_u64();
+            let (word, bit) = (i / 64, i % 64);
+            let x = x.to_bits();
+            for (l, sum) in sums[..lanes].iter_mut().enumerate() {
+                let flip = ((bits[l * words + word] >> bit) & 1) << 63;
+                *sum += f64::from_bits(x ^ flip);
             }
-            sum += if bits & 1 == 1 { -x } else { x };
-            bits >>= 1;
         }
-        if sum.abs() >= observed - tolerance {
-            extreme += 1;
-        }
+        extreme += sums[..lanes]
+            .iter()
+            .filter(|s| s.abs() >= threshold)
+            .count();
+        done += lanes;
     }
     Ok((extreme + 1) as f64 / (permutations + 1) as f64)
 }
@@ -301,6 +316,67 @@ mod tests {
         assert_eq!(holm(&[0.5, 0.4, 0.9]), vec![1.0, 1.0, 1.0]);
         assert!(holm(&[]).is_empty());
         assert_eq!(holm(&[0.2]), vec![0.2]);
+    }
+
+    /// The sign-flip test as the plain loop it is defined as: one fair bit per difference
+    /// (64 per draw), a branch per flip.
+    fn randomization_reference(a: &[f64], b: &[f64], permutations: usize, seed: u64) -> f64 {
+        let d = paired_diffs(a, b).unwrap();
+        if d.iter().all(|&x| x == 0.0) {
+            return 1.0;
+        }
+        let observed = d.iter().sum::<f64>().abs();
+        let tolerance = 1e-12 * d.iter().map(|x| x.abs()).sum::<f64>();
+        let mut rng = SplitMix64::new(seed);
+        let mut extreme = 0usize;
+        for _ in 0..permutations {
+            let mut bits = 0u64;
+            let mut sum = 0.0;
+            for (i, &x) in d.iter().enumerate() {
+                if i % 64 == 0 {
+                    bits = rng.next_u64();
+                }
+                sum += if bits & 1 == 1 { -x } else { x };
+                bits >>= 1;
+            }
+            if sum.abs() >= observed - tolerance {
+                extreme += 1;
+            }
+        }
+        (extreme + 1) as f64 / (permutations + 1) as f64
+    }
+
+    #[test]
+    fn the_randomization_test_is_its_plain_loop_bit_for_bit() {
+        // sizes around the 64-difference words and permutation counts around the lanes, with
+        // ties (equal per-query values), exact zeros and signed zeros among the differences
+        for n in [1usize, 2, 63, 64, 65, 130, 333] {
+            for perms in [1usize, 3, 4, 5, 999] {
+                let a = uniform(n, 3 + n as u64);
+                let mut b = uniform(n, 7 + perms as u64);
+                for i in (0..n).step_by(5) {
+                    b[i] = a[i];
+                }
+                if n > 2 {
+                    b[1] = (a[1] * 4.0).round() / 4.0;
+                    b[2] = -0.0;
+                }
+                let fast = randomization_test(&a, &b, perms, 11).unwrap();
+                let slow = randomization_reference(&a, &b, perms, 11);
+                assert_eq!(
+                    fast.to_bits(),
+                    slow.to_bits(),
+                    "n {n}, {perms} permutations"
+                );
+            }
+        }
+        // a decisive difference: only the rounds that flip every sign alike are as extreme
+        let a = vec![0.0; 40];
+        let b = vec![1.0; 40];
+        assert_eq!(
+            randomization_test(&a, &b, 500, 1).unwrap().to_bits(),
+            randomization_reference(&a, &b, 500, 1).to_bits()
+        );
     }
 
     #[test]

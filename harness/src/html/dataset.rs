@@ -107,8 +107,11 @@ pub(crate) fn write(o: &ReportOptions, job: &Job) -> Result<Vec<(PathBuf, u64)>>
     body.push_str("</section>\n");
 
     body.push_str(&curves::curves_section(o, job, &mut put)?);
-    body.push_str(&pairs::comparisons(o, job, &mut put)?);
-    body.push_str(&drill_section(o, job, &ok, &mut put)?);
+    // every drill-down page of the dataset reads its run files from this one pass
+    let legs: Vec<&str> = ok.iter().map(|c| c.leg.as_str()).collect();
+    let drill = super::drill::Drill::read(o.results, job.dataset, &legs);
+    body.push_str(&pairs::comparisons(o, job, &drill, &mut put)?);
+    body.push_str(&drill_section(job, &legs, &drill, &mut put)?);
     body.push_str(&groups::conversations(&ok));
     body.push_str(&groups::diagnostics(&ok));
 
@@ -138,18 +141,17 @@ pub(crate) fn write(o: &ReportOptions, job: &Job) -> Result<Vec<(PathBuf, u64)>>
 
 /// The link to the every-leg drill-down (written here), or why there is none.
 fn drill_section(
-    o: &ReportOptions,
     job: &Job,
-    ok: &[&CellSummary],
+    legs: &[&str],
+    drill: &super::drill::Drill<'_>,
     put: &mut impl FnMut(&str, &str) -> Result<()>,
 ) -> Result<String> {
     let mut s = String::from("<section id=\"per-query\">\n<h2>Per query, any two legs</h2>\n");
-    let legs: Vec<&str> = ok.iter().map(|c| c.leg.as_str()).collect();
     if legs.is_empty() {
         s.push_str("<p>No leg has numbers on this dataset.</p>\n</section>\n");
         return Ok(s);
     }
-    match super::drill::all_legs_page(o.results, job.dataset, &legs, &job.files.page) {
+    match super::drill::all_legs_page(drill, legs, &job.files.page) {
         Ok(html) => {
             put(&job.files.drill, &html)?;
             let _ = writeln!(

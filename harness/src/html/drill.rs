@@ -1,5 +1,6 @@
-//! The per-query drill-downs, read from `runs/<dataset>/qrels.txt` and the legs' TREC run files
-//! (one pass over each), with per-query recall@10 from the legs' records:
+//! The per-query drill-downs, read from `runs/<dataset>/qrels.txt` and the legs' TREC run files,
+//! with per-query recall@10 from the legs' records. A dataset's files are read once
+//! ([`Drill::read`], the legs in parallel) and shared by all of its drill-down pages:
 //!
 //! - `q-<dataset>.html` ([`all_legs_page`]): per query, the rank at which *every* leg placed
 //!   each gold chunk, one column per leg, with two pickers that narrow the table to any pair of
@@ -8,11 +9,12 @@
 //! - `q-<dataset>-<a>-vs-<b>.html` ([`page`]): the same for one configured pair, with its
 //!   counts (gold found in the top 10 by each, queries better / worse / equal).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::path::Path;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
+use rayon::prelude::*;
 
 use super::format;
 use super::page::{self, esc};
@@ -44,56 +46,100 @@ fn read_qrels(path: &Path) -> Result<Vec<(String, Vec<String>)>> {
             out.push((qid.to_string(), Vec::new()));
             out.len() - 1
         });
+        if out[k].1.iter().any(|d| d == doc) {
+            bail!(
+                "{}:{}: chunk `{doc}` is gold for query `{qid}` twice",
+                path.display(),
+                i + 1
+            );
+        }
         out[k].1.push(doc.to_string());
     }
     Ok(out)
 }
 
 /// The rank (1-based, as the run file says) of every gold chunk of every query in the run file
-/// at `path`: `ranks[query][gold]`, `None` where the run does not have it.
+/// at `path`: `ranks[query][gold]`, `None` where the run does not have it (the smallest rank
+/// where a chunk appears twice). Every line must have the six fields of
+/// `qid Q0 docno rank score tag`, separated by ASCII white space (the harness writes single
+/// spaces); a rank is parsed only where the chunk is gold.
 fn gold_ranks(path: &Path, gold: &[(String, Vec<String>)]) -> Result<Vec<Vec<Option<usize>>>> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("{}: cannot read", path.display()))?;
-    let index: HashMap<&str, (usize, HashMap<&str, usize>)> = gold
+    let bytes = std::fs::read(path).with_context(|| format!("{}: cannot read", path.display()))?;
+    gold_ranks_in(&bytes, gold).map_err(|(line, what)| anyhow!("{}:{line}: {what}", path.display()))
+}
+
+/// [`gold_ranks`] over the run file's bytes; an error is (1-based line, what is wrong).
+///
+/// One pass, no allocation per line: a run lists each query's lines together, so the query of
+/// the previous line is reused while the id repeats, and each query's gold is a sorted slice
+/// searched by bytes.
+fn gold_ranks_in(
+    run: &[u8],
+    gold: &[(String, Vec<String>)],
+) -> std::result::Result<Vec<Vec<Option<usize>>>, (usize, String)> {
+    let queries: HashMap<&[u8], usize> = gold
         .iter()
         .enumerate()
-        .map(|(q, (qid, docs))| {
-            let docs = docs
+        .map(|(q, (qid, _))| (qid.as_bytes(), q))
+        .collect();
+    let sorted: Vec<Vec<(&[u8], usize)>> = gold
+        .iter()
+        .map(|(_, docs)| {
+            let mut d: Vec<(&[u8], usize)> = docs
                 .iter()
                 .enumerate()
-                .map(|(g, d)| (d.as_str(), g))
+                .map(|(g, doc)| (doc.as_bytes(), g))
                 .collect();
-            (qid.as_str(), (q, docs))
+            d.sort_unstable();
+            d
         })
         .collect();
     let mut ranks: Vec<Vec<Option<usize>>> =
         gold.iter().map(|(_, d)| vec![None; d.len()]).collect();
-    for (i, line) in text.lines().enumerate() {
-        let f: Vec<&str> = line.split_whitespace().collect();
-        if f.is_empty() {
+    let mut last: Option<(&[u8], Option<usize>)> = None;
+    for (i, line) in run.split(|&b| b == b'\n').enumerate() {
+        let mut fields = line
+            .split(|b| b.is_ascii_whitespace())
+            .filter(|f| !f.is_empty());
+        let mut f: [&[u8]; 6] = [&[]; 6];
+        let mut n = 0;
+        for field in fields.by_ref().take(6) {
+            f[n] = field;
+            n += 1;
+        }
+        if n == 0 {
             continue;
         }
-        let [qid, _, doc, rank, _, _] = f[..] else {
-            bail!(
-                "{}:{}: not a TREC run line `qid Q0 docno rank score tag`",
-                path.display(),
-                i + 1
-            );
+        if n < 6 || fields.next().is_some() {
+            return Err((
+                i + 1,
+                "not a TREC run line `qid Q0 docno rank score tag`".to_string(),
+            ));
+        }
+        let q = match last {
+            Some((qid, q)) if qid == f[0] => q,
+            _ => {
+                let q = queries.get(f[0]).copied();
+                last = Some((f[0], q));
+                q
+            }
         };
-        let Some((q, docs)) = index.get(qid) else {
+        let Some(q) = q else { continue };
+        let docs = &sorted[q];
+        let Ok(at) = docs.binary_search_by(|(d, _)| (*d).cmp(f[2])) else {
             continue;
         };
-        if let Some(&g) = docs.get(doc) {
-            let rank: usize = rank.parse().with_context(|| {
-                format!(
-                    "{}:{}: rank `{rank}` is not a number",
-                    path.display(),
-                    i + 1
+        let rank: usize = std::str::from_utf8(f[3])
+            .ok()
+            .and_then(|r| r.parse().ok())
+            .ok_or_else(|| {
+                (
+                    i + 1,
+                    format!("rank `{}` is not a number", String::from_utf8_lossy(f[3])),
                 )
             })?;
-            let slot = &mut ranks[*q][g];
-            *slot = Some(slot.map_or(rank, |r: usize| r.min(rank)));
-        }
+        let slot = &mut ranks[q][docs[at].1];
+        *slot = Some(slot.map_or(rank, |r: usize| r.min(rank)));
     }
     Ok(ranks)
 }
@@ -138,16 +184,71 @@ fn recall_by_query(
         .collect())
 }
 
+/// What the drill-down pages of one dataset show, read once: the gold, and per leg the rank of
+/// each gold chunk and the per-query recall@10.
+pub(crate) struct Drill<'a> {
+    dataset: &'a str,
+    gold: Result<Vec<(String, Vec<String>)>, String>,
+    legs: BTreeMap<&'a str, Result<LegDrill, String>>,
+}
+
+/// One leg's share of a [`Drill`].
+struct LegDrill {
+    /// `ranks[query][gold]`, as [`gold_ranks`].
+    ranks: Vec<Vec<Option<usize>>>,
+    /// Per-query recall@10 by TREC-encoded query id.
+    recall: HashMap<String, Option<f64>>,
+}
+
+impl<'a> Drill<'a> {
+    /// Reads the qrels of `dataset` and the run file and records of every leg in `legs`, the
+    /// legs in parallel. A file that cannot be read fails the pages that need it, not the
+    /// report.
+    pub(crate) fn read(results: &Path, dataset: &'a str, legs: &[&'a str]) -> Drill<'a> {
+        let gold = read_qrels(&results.join("runs").join(dataset).join("qrels.txt"))
+            .map_err(|e| format!("{e:#}"));
+        let legs = match &gold {
+            Err(_) => BTreeMap::new(),
+            Ok(gold) => legs
+                .par_iter()
+                .map(|&leg| {
+                    let read = || -> Result<LegDrill> {
+                        Ok(LegDrill {
+                            ranks: gold_ranks(&CellPaths::new(results, dataset, leg).run, gold)?,
+                            recall: recall_by_query(results, dataset, leg)?,
+                        })
+                    };
+                    (leg, read().map_err(|e| format!("{e:#}")))
+                })
+                .collect(),
+        };
+        Drill {
+            dataset,
+            gold,
+            legs,
+        }
+    }
+
+    fn gold(&self) -> Result<&[(String, Vec<String>)]> {
+        self.gold.as_deref().map_err(|e| anyhow!("{e}"))
+    }
+
+    fn leg(&self, leg: &str) -> Result<&LegDrill> {
+        match self.legs.get(leg) {
+            Some(Ok(l)) => Ok(l),
+            Some(Err(e)) => Err(anyhow!("{e}")),
+            None => Err(anyhow!("leg `{leg}` has no run on {}", self.dataset)),
+        }
+    }
+}
+
 /// The drill-down page of legs `a` and `b` on `dataset`; `back` is the dataset page.
-pub(crate) fn page(results: &Path, dataset: &str, a: &str, b: &str, back: &str) -> Result<String> {
-    let runs = results.join("runs").join(dataset);
-    let gold = read_qrels(&runs.join("qrels.txt"))?;
-    let ra = gold_ranks(&CellPaths::new(results, dataset, a).run, &gold)?;
-    let rb = gold_ranks(&CellPaths::new(results, dataset, b).run, &gold)?;
-    let (qa, qb) = (
-        recall_by_query(results, dataset, a)?,
-        recall_by_query(results, dataset, b)?,
-    );
+pub(crate) fn page(drill: &Drill<'_>, a: &str, b: &str, back: &str) -> Result<String> {
+    let dataset = drill.dataset;
+    let gold = drill.gold()?;
+    let (la, lb) = (drill.leg(a)?, drill.leg(b)?);
+    let (ra, rb) = (&la.ranks, &lb.ranks);
+    let (qa, qb) = (&la.recall, &lb.recall);
     let headline = crate::metrics::headline();
     let label = headline.label();
     let total: usize = gold.iter().map(|(_, d)| d.len()).sum();
@@ -158,7 +259,7 @@ pub(crate) fn page(results: &Path, dataset: &str, a: &str, b: &str, back: &str) 
             .count()
     };
     let (mut better, mut worse, mut same) = (0, 0, 0);
-    for (qid, _) in &gold {
+    for (qid, _) in gold {
         match (
             qa.get(qid).copied().flatten(),
             qb.get(qid).copied().flatten(),
@@ -176,10 +277,10 @@ pub(crate) fn page(results: &Path, dataset: &str, a: &str, b: &str, back: &str) 
          {} of {total}, <strong>{b}</strong> {} of {total}; anywhere in the run: {} and {}. \
          Per query {label}: {b} higher on {better}, lower on {worse}, equal on {same} queries.</p>",
         gold.len(),
-        count(&ra, 10),
-        count(&rb, 10),
-        count(&ra, usize::MAX),
-        count(&rb, usize::MAX),
+        count(ra, 10),
+        count(rb, 10),
+        count(ra, usize::MAX),
+        count(rb, usize::MAX),
         a = esc(a),
         b = esc(b),
     );
@@ -284,22 +385,15 @@ t.setAttribute('data-legs',String(t.querySelectorAll('thead th[data-leg]').lengt
 /// The drill-down page of every leg in `legs` (in column order) on `dataset`: per query, the
 /// rank of each gold chunk in each leg's run and each leg's per-query recall@10; `back` is the
 /// dataset page.
-pub(crate) fn all_legs_page(
-    results: &Path,
-    dataset: &str,
-    legs: &[&str],
-    back: &str,
-) -> Result<String> {
-    let runs = results.join("runs").join(dataset);
-    let gold = read_qrels(&runs.join("qrels.txt"))?;
-    let ranks = legs
+pub(crate) fn all_legs_page(drill: &Drill<'_>, legs: &[&str], back: &str) -> Result<String> {
+    let dataset = drill.dataset;
+    let gold = drill.gold()?;
+    let read = legs
         .iter()
-        .map(|leg| gold_ranks(&CellPaths::new(results, dataset, leg).run, &gold))
+        .map(|leg| drill.leg(leg))
         .collect::<Result<Vec<_>>>()?;
-    let recalls = legs
-        .iter()
-        .map(|leg| recall_by_query(results, dataset, leg))
-        .collect::<Result<Vec<_>>>()?;
+    let ranks: Vec<&Vec<Vec<Option<usize>>>> = read.iter().map(|l| &l.ranks).collect();
+    let recalls: Vec<&HashMap<String, Option<f64>>> = read.iter().map(|l| &l.recall).collect();
     let label = crate::metrics::headline().label();
     let total: usize = gold.iter().map(|(_, d)| d.len()).sum();
     let mut body = String::new();
@@ -408,6 +502,64 @@ pub(crate) fn all_legs_page(
 mod tests {
     use super::*;
 
+    /// [`gold_ranks_in`] as the plain reading it is: split every line on white space, look
+    /// the query and the chunk up in maps.
+    fn gold_ranks_reference(text: &str, gold: &[(String, Vec<String>)]) -> Vec<Vec<Option<usize>>> {
+        let mut ranks: Vec<Vec<Option<usize>>> =
+            gold.iter().map(|(_, d)| vec![None; d.len()]).collect();
+        for line in text.lines() {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            if f.is_empty() {
+                continue;
+            }
+            let Some(q) = gold.iter().position(|(qid, _)| qid == f[0]) else {
+                continue;
+            };
+            if let Some(g) = gold[q].1.iter().position(|d| d == f[2]) {
+                let rank: usize = f[3].parse().unwrap();
+                let slot = &mut ranks[q][g];
+                *slot = Some(slot.map_or(rank, |r: usize| r.min(rank)));
+            }
+        }
+        ranks
+    }
+
+    #[test]
+    fn the_one_pass_reading_is_the_plain_one() {
+        let mut rng = hopbench_datasets::rng::SplitMix64::new(5);
+        let mut pick = |n: u64| (rng.next_u64() % n) as usize;
+        for round in 0..200 {
+            let gold: Vec<(String, Vec<String>)> = (0..1 + pick(6))
+                .map(|q| {
+                    let mut docs: Vec<String> =
+                        (0..1 + pick(5)).map(|_| format!("c{}", pick(30))).collect();
+                    docs.sort();
+                    docs.dedup();
+                    (format!("q{q}"), docs)
+                })
+                .collect();
+            // queries in blocks, some interleaved, some unknown; repeated chunks; blank lines,
+            // tabs and CRLF line ends
+            let mut text = String::new();
+            for _ in 0..pick(80) {
+                let q = pick(8);
+                let sep = if pick(4) == 0 { "\t" } else { " " };
+                for r in 1..=1 + pick(5) {
+                    let _ = write!(text, "q{q} Q0{sep}c{} {r} 0.5 t", pick(30));
+                    text.push_str(if pick(5) == 0 { "\r\n" } else { "\n" });
+                }
+                if pick(6) == 0 {
+                    text.push('\n');
+                }
+            }
+            assert_eq!(
+                gold_ranks_in(text.as_bytes(), &gold).unwrap(),
+                gold_ranks_reference(&text, &gold),
+                "round {round}:\n{text}"
+            );
+        }
+    }
+
     #[test]
     fn ranks_come_from_the_run_and_absent_gold_is_none() {
         let dir = tempfile::tempdir().unwrap();
@@ -426,8 +578,20 @@ mod tests {
         assert_eq!(decode("c%203"), "c 3");
         assert_eq!(decode("50%25%09x"), "50%\tx");
         assert_eq!(decode("odd%2"), "odd%2");
-        std::fs::write(&run, "q1 Q0 c1\n").unwrap();
+        for bad in ["q1 Q0 c1\n", "q1 Q0 c1 1 2 t extra\n"] {
+            std::fs::write(&run, format!("q2 Q0 c4 1 1 t\n{bad}")).unwrap();
+            let e = gold_ranks(&run, &gold).unwrap_err().to_string();
+            assert!(e.contains("a.trec:2: not a TREC run line"), "{e}");
+        }
+        std::fs::write(&run, "q1 Q0 c1 first 1 t\n").unwrap();
         let e = gold_ranks(&run, &gold).unwrap_err().to_string();
-        assert!(e.contains("a.trec:1"), "{e}");
+        assert!(e.contains("a.trec:1: rank `first` is not a number"), "{e}");
+        // a qrels file that lists a chunk twice for one query is not the harness's
+        std::fs::write(&qrels, "q1 0 c1 1\nq1 0 c1 1\n").unwrap();
+        let e = read_qrels(&qrels).unwrap_err().to_string();
+        assert!(
+            e.contains("qrels.txt:2: chunk `c1` is gold for query `q1` twice"),
+            "{e}"
+        );
     }
 }

@@ -8,9 +8,10 @@ use anyhow::Result;
 use rayon::prelude::*;
 
 use super::dataset::{Job, PairFiles};
+use super::drill::{self, Drill};
 use super::page::{self, esc};
 use super::svg::{self, Row};
-use super::{drill, format, slug, ReportOptions};
+use super::{format, slug, ReportOptions};
 use crate::compare::{Comparison, Verdict};
 use crate::summary::Status;
 
@@ -30,6 +31,7 @@ fn verdict(v: &Verdict) -> &'static str {
 pub(crate) fn comparisons(
     o: &ReportOptions,
     job: &Job,
+    drill: &Drill<'_>,
     put: &mut impl FnMut(&str, &str) -> Result<()>,
 ) -> Result<String> {
     let mut s = String::from("<section id=\"comparisons\">\n<h2>Paired comparisons</h2>\n");
@@ -50,7 +52,7 @@ pub(crate) fn comparisons(
         .pairs
         .par_iter()
         .zip(job.files.pairs.par_iter())
-        .map(|((a, b), files)| pair(o, job, a, b, files))
+        .map(|((a, b), files)| pair(o, job, drill, a, b, files))
         .collect();
     for part in parts {
         let part = part?;
@@ -69,7 +71,14 @@ struct Pair {
     files: Vec<(String, String)>,
 }
 
-fn pair(o: &ReportOptions, job: &Job, a: &str, b: &str, files: &PairFiles) -> Result<Pair> {
+fn pair(
+    o: &ReportOptions,
+    job: &Job,
+    drill: &Drill<'_>,
+    a: &str,
+    b: &str,
+    files: &PairFiles,
+) -> Result<Pair> {
     let mut out = Pair {
         html: String::new(),
         files: Vec::new(),
@@ -98,7 +107,7 @@ fn pair(o: &ReportOptions, job: &Job, a: &str, b: &str, files: &PairFiles) -> Re
             .any(|c| c.leg == leg && c.status == Status::Ok)
     };
     if ok(a) && ok(b) {
-        match drill::page(o.results, job.dataset, a, b, &job.files.page) {
+        match drill::page(drill, a, b, &job.files.page) {
             Ok(html) => {
                 let _ = writeln!(
                     s,
