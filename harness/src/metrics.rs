@@ -420,11 +420,17 @@ pub fn percentile(values: &[f64], p: f64) -> Option<f64> {
         return None;
     }
     let mut v = values.to_vec();
-    v.sort_by(f64::total_cmp);
     let h = (v.len() - 1) as f64 * p / 100.0;
     let lo = h.floor() as usize;
-    let hi = (lo + 1).min(v.len() - 1);
-    Some(v[lo] + (h - lo as f64) * (v[hi] - v[lo]))
+    // the lo-th and the next order statistic by selection, not a sort: under `total_cmp` an
+    // order statistic is one bit pattern, so this is the sorted-array value exactly
+    let (_, &mut at_lo, above) = v.select_nth_unstable_by(lo, f64::total_cmp);
+    let at_hi = above
+        .iter()
+        .copied()
+        .min_by(f64::total_cmp)
+        .unwrap_or(at_lo);
+    Some(at_lo + (h - lo as f64) * (at_hi - at_lo))
 }
 
 /// Median = [`percentile`] at 50 (mean of the two middle values for even n).
@@ -437,6 +443,37 @@ mod tests {
     use super::*;
 
     const TOL: f64 = 1e-12;
+
+    #[test]
+    fn a_percentile_is_the_sorted_arrays_bit_for_bit() {
+        let sorted_percentile = |values: &[f64], p: f64| {
+            let mut v = values.to_vec();
+            v.sort_by(f64::total_cmp);
+            let h = (v.len() - 1) as f64 * p / 100.0;
+            let lo = h.floor() as usize;
+            let hi = (lo + 1).min(v.len() - 1);
+            v[lo] + (h - lo as f64) * (v[hi] - v[lo])
+        };
+        let mut rng = hopbench_datasets::rng::SplitMix64::new(3);
+        for n in [1usize, 2, 3, 10, 101, 1000] {
+            // few distinct values (ties), signed zeros, and a wide range
+            let values: Vec<f64> = (0..n)
+                .map(|i| match rng.next_u64() % 4 {
+                    0 => (rng.next_u64() % 5) as f64 / 4.0,
+                    1 if i % 2 == 0 => -0.0,
+                    1 => 0.0,
+                    _ => (rng.next_u64() >> 11) as f64 * 1e-9 - 4e6,
+                })
+                .collect();
+            for p in [0.0, 2.5, 25.0, 50.0, 97.5, 99.9, 100.0] {
+                assert_eq!(
+                    percentile(&values, p).unwrap().to_bits(),
+                    sorted_percentile(&values, p).to_bits(),
+                    "n {n}, p {p}"
+                );
+            }
+        }
+    }
 
     fn set(v: &[u32]) -> BTreeSet<u32> {
         v.iter().copied().collect()
