@@ -6,6 +6,7 @@
 //! | `musique`, `hotpotqa`, `twowiki` | `title` | `title + "\n" + text` (HippoRAG 2) |
 //! | `beir` | `title` | `title + " " + text` (BEIR) |
 //! | `mtrag` | `none` | the text (its passages have no title) |
+//! | `documents` | `none` | each chunk as cut (no published baseline) |
 //! | `synthetic` | `as_published` | its breadcrumb `+ "\n" +` text |
 //! | `pool`, `dialogues` | `as_published` | what their members index |
 //!
