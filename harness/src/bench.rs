@@ -164,7 +164,7 @@ pub fn prepare(
     let mut raw = data::read_dataset(campaign, dataset, s)?;
     let read_s = t.elapsed().as_secs_f64();
     // the texts the export indexes: the dataset's protocol applied, as the build applies it
-    let protocol = crate::protocol::of(campaign, dataset).map_err(anyhow::Error::msg)?;
+    let protocol = campaign.protocol(dataset).map_err(anyhow::Error::msg)?;
     protocol.apply(&mut raw.passages);
     let texts: Vec<String> = raw
         .passages

@@ -102,21 +102,7 @@ impl<'de> Deserialize<'de> for DatasetFormat {
     }
 }
 
-/// What goes before a passage's text in what is indexed and embedded (`context_header`).
-/// Absent from the campaign, it is the format's published protocol, filled in when the
-/// campaign loads ([`crate::protocol`]); the other values are labelled ablations.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum HeaderMode {
-    /// What the dataset publishes: the generated world's breadcrumb; the text alone for the
-    /// raw formats, which publish none; for a pool or a dialogues dataset, what its members
-    /// index.
-    AsPublished,
-    /// The passage title, joined as the format's baselines join it.
-    Title,
-    /// Nothing: the text alone.
-    None,
-}
+pub use crate::protocol::HeaderMode;
 
 /// One dataset of the campaign.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -350,7 +336,30 @@ pub const MIN_DRAWS: usize = 100;
 /// decimal of a CI no longer moves, and the time and memory grow without bound).
 pub const MAX_DRAWS: usize = 1_000_000;
 
+impl DatasetSpec {
+    /// The dataset as far as its indexing protocol goes.
+    pub fn declared(&self) -> crate::protocol::Declared<'_> {
+        use crate::protocol::DeclaredKind;
+        crate::protocol::Declared {
+            header: self.context_header,
+            kind: match self.format {
+                DatasetFormat::Raw(f) => DeclaredKind::Raw(f.protocol),
+                DatasetFormat::Synthetic => DeclaredKind::Synthetic,
+                DatasetFormat::Pool => DeclaredKind::Members(&self.pool),
+                // (no members before the campaign's check that it has `derive_from`)
+                DatasetFormat::Dialogues => DeclaredKind::Members(self.derive_from.as_slice()),
+            },
+        }
+    }
+}
+
 impl Campaign {
+    /// The protocol dataset `name` is indexed under ([`crate::protocol::of`]), or why it has
+    /// none; `name` and the datasets it references exist (checked when the campaign loads).
+    pub fn protocol(&self, name: &str) -> Result<hopbench_datasets::protocol::Protocol, String> {
+        crate::protocol::of(name, &|n| self.datasets[n].declared())
+    }
+
     /// Parses a campaign; `origin` names the file in errors.
     pub fn parse(text: &str, origin: &str) -> Result<Campaign> {
         let mut c: Campaign =
@@ -364,7 +373,12 @@ impl Campaign {
             },
         )
         .with_context(|| format!("{origin}: invalid campaign"))?;
-        crate::protocol::fill_defaults(&mut c);
+        // each dataset's default protocol is written in, so that --show-settings prints it and
+        // the export key hashes it
+        for spec in c.datasets.values_mut() {
+            let default = crate::protocol::default_header(&spec.declared().kind);
+            spec.context_header.get_or_insert(default);
+        }
         c.validate()
             .with_context(|| format!("{origin}: invalid campaign"))?;
         Ok(c)
@@ -526,7 +540,7 @@ impl Campaign {
             }
         }
         for name in self.datasets.keys() {
-            crate::protocol::of(self, name)
+            self.protocol(name)
                 .map_err(|e| anyhow::anyhow!("datasets.{name}: field `context_header`: {e}"))?;
         }
         Ok(())

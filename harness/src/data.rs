@@ -258,7 +258,7 @@ fn extra_identity(campaign: &Campaign, spec: &DatasetSpec, members: &[String]) -
 
 /// What the export of `name` is made from: its name, its format's name, every raw file it reads
 /// (the members', in member then role order), [`extra_identity`] and its indexing protocol
-/// ([`crate::protocol::of`], which the build applies to the passages read). All of it is hashed
+/// ([`Campaign::protocol`], which the build applies to the passages read). All of it is hashed
 /// into the export's input key, so each piece is a stable serialisation: names as written in
 /// the campaign, the spec as JSON.
 fn source(
@@ -281,7 +281,8 @@ fn source(
     {
         files.push(tokenizer_file(s));
     }
-    let protocol = crate::protocol::of(campaign, name)
+    let protocol = campaign
+        .protocol(name)
         .map_err(|e| anyhow::anyhow!("datasets.{name}: field `context_header`: {e}"))?;
     Ok(Source {
         name: name.to_string(),

@@ -281,7 +281,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             for (name, spec) in &campaign.datasets {
                 let status = data::availability(campaign, name, s.data.data_dir.as_deref());
                 // what it indexes per passage (validated when the campaign loaded)
-                let indexed = hopbench::protocol::label(campaign, name, None);
+                let indexed = hopbench::protocol::label(campaign.protocol(name), None);
                 out!(
                     "{name:<28} {:<10} {indexed:<11} {}",
                     spec.format.name().to_string(),

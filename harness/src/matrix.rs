@@ -232,7 +232,7 @@ fn run_cell(
         DatasetState::Missing(_) => (None, Vec::new()),
     };
     let (inputs, key) = cell_inputs(campaign, s, contract, leg_name, export.as_deref());
-    let protocol = crate::protocol::label(campaign, dataset, export.as_deref());
+    let protocol = crate::protocol::label(campaign.protocol(dataset), export.as_deref());
 
     let export = match state {
         DatasetState::Missing(reason) => {

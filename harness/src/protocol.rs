@@ -13,37 +13,58 @@
 //! One export joins one way, so a pool (or dialogues dataset) whose members index differently
 //! is an error at load unless it sets its own `context_header` (and then its members must still
 //! share a joiner): its numbers would otherwise mix two protocols under one label.
+//!
+//! The campaign loads through this module, so it sees a dataset only as the campaign declares
+//! it ([`Declared`], handed over by a lookup), not the campaign itself.
 
 use hopbench_datasets::export::Export;
 use hopbench_datasets::protocol::{Header, Joiner, Protocol};
+use serde::{Deserialize, Serialize};
 
-use crate::campaign::{Campaign, DatasetFormat, DatasetSpec, HeaderMode};
+/// What goes before a passage's text in what is indexed and embedded (`context_header`).
+/// Absent from the campaign, it is the format's published protocol, filled in when the
+/// campaign loads; the other values are labelled ablations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HeaderMode {
+    /// What the dataset publishes: the generated world's breadcrumb; the text alone for the
+    /// raw formats, which publish none; for a pool or a dialogues dataset, what its members
+    /// index.
+    AsPublished,
+    /// The passage title, joined as the format's baselines join it.
+    Title,
+    /// Nothing: the text alone.
+    None,
+}
 
-/// The `context_header` a dataset of `format` has when the campaign gives none.
-pub fn default_header(format: DatasetFormat) -> HeaderMode {
-    match format {
-        DatasetFormat::Raw(f) => match f.protocol.header {
+/// A dataset as the campaign declares it, as far as its protocol goes.
+pub struct Declared<'a> {
+    /// Its `context_header` (`None`: the default of its kind).
+    pub header: Option<HeaderMode>,
+    /// What it is made of.
+    pub kind: DeclaredKind<'a>,
+}
+
+/// What a dataset is made of, as far as its protocol goes.
+pub enum DeclaredKind<'a> {
+    /// A raw format, with the protocol of its published baselines.
+    Raw(Protocol),
+    /// The generated world, which publishes its own headers.
+    Synthetic,
+    /// A pool or a dialogues dataset: made of these members' passages.
+    Members(&'a [String]),
+}
+
+/// The `context_header` a dataset of `kind` has when the campaign gives none.
+pub fn default_header(kind: &DeclaredKind<'_>) -> HeaderMode {
+    match kind {
+        DeclaredKind::Raw(p) => match p.header {
             Header::Title => HeaderMode::Title,
             Header::None => HeaderMode::None,
             Header::Published => HeaderMode::AsPublished,
         },
-        DatasetFormat::Synthetic | DatasetFormat::Pool | DatasetFormat::Dialogues => {
-            HeaderMode::AsPublished
-        }
+        DeclaredKind::Synthetic | DeclaredKind::Members(_) => HeaderMode::AsPublished,
     }
-}
-
-/// Writes each dataset's default `context_header` where the campaign gives none.
-pub fn fill_defaults(campaign: &mut Campaign) {
-    for spec in campaign.datasets.values_mut() {
-        spec.context_header
-            .get_or_insert(default_header(spec.format));
-    }
-}
-
-fn mode(spec: &DatasetSpec) -> HeaderMode {
-    spec.context_header
-        .unwrap_or_else(|| default_header(spec.format))
 }
 
 /// The protocol of `header` over passages joined with `joiner`, for a dataset that publishes
@@ -60,23 +81,21 @@ fn from_mode(header: HeaderMode, joiner: Joiner, publishes_headers: bool) -> Pro
 }
 
 /// The protocol dataset `name` is indexed under, or why it has none (a pool of members that
-/// index differently). The campaign's references are valid (checked before this is called).
-pub fn of(campaign: &Campaign, name: &str) -> Result<Protocol, String> {
-    let spec = &campaign.datasets[name];
-    let header = mode(spec);
-    let members: &[String] = match spec.format {
-        DatasetFormat::Raw(f) => return Ok(from_mode(header, f.protocol.joiner, false)),
-        DatasetFormat::Synthetic => return Ok(from_mode(header, Joiner::Newline, true)),
-        DatasetFormat::Pool => &spec.pool,
-        DatasetFormat::Dialogues => std::slice::from_ref(
-            spec.derive_from
-                .as_ref()
-                .expect("validated: a dialogues dataset has derive_from"),
-        ),
+/// index differently); `lookup` declares any dataset of the campaign by name (its references
+/// are valid: checked before this is called).
+pub fn of<'a>(name: &str, lookup: &dyn Fn(&str) -> Declared<'a>) -> Result<Protocol, String> {
+    let declared = lookup(name);
+    let header = declared
+        .header
+        .unwrap_or_else(|| default_header(&declared.kind));
+    let members: &[String] = match declared.kind {
+        DeclaredKind::Raw(p) => return Ok(from_mode(header, p.joiner, false)),
+        DeclaredKind::Synthetic => return Ok(from_mode(header, Joiner::Newline, true)),
+        DeclaredKind::Members(m) => m,
     };
     let resolved = members
         .iter()
-        .map(|m| of(campaign, m).map(|p| (m.as_str(), p)))
+        .map(|m| of(m, lookup).map(|p| (m.as_str(), p)))
         .collect::<Result<Vec<_>, String>>()?;
     let (first, p) = resolved[0];
     let differ = |same: &dyn Fn(&Protocol) -> bool, what: &str| {
@@ -115,20 +134,21 @@ pub fn of(campaign: &Campaign, name: &str) -> Result<Protocol, String> {
     Ok(from_mode(header, joiner, publishes))
 }
 
-/// The label a cell of dataset `name` prints: its export's protocol (the text alone when no
-/// chunk got a header, e.g. `context_header: title` over untitled passages), or, without an
-/// export, the campaign's.
-pub fn label(campaign: &Campaign, name: &str, export: Option<&Export>) -> String {
+/// The label a cell prints: its export's protocol (the text alone when no chunk got a header,
+/// e.g. `context_header: title` over untitled passages), or, without an export, the one the
+/// campaign declares (`declared`, empty where it has none).
+pub fn label(declared: Result<Protocol, String>, export: Option<&Export>) -> String {
     match export {
         Some(e) if e.manifest.stats.chunks_with_header == 0 => Protocol::TEXT.label().into(),
         Some(e) => e.manifest.protocol.label().into(),
-        None => of(campaign, name).map_or_else(|_| String::new(), |p| p.label().into()),
+        None => declared.map_or_else(|_| String::new(), |p| p.label().into()),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::campaign::Campaign;
 
     fn campaign(datasets: &str) -> anyhow::Result<Campaign> {
         Campaign::parse(&format!("datasets:\n{datasets}legs: {{}}\n"), "test")
@@ -149,7 +169,7 @@ mod tests {
 ",
         )
         .unwrap();
-        let got = |n: &str| of(&c, n).unwrap();
+        let got = |n: &str| c.protocol(n).unwrap();
         for n in ["m", "h", "w", "p", "d"] {
             assert_eq!(got(n), Protocol::TITLE_NEWLINE, "{n}");
         }
@@ -181,12 +201,12 @@ mod tests {
 ",
         )
         .unwrap();
-        assert_eq!(of(&c, "m").unwrap(), Protocol::TEXT);
+        assert_eq!(c.protocol("m").unwrap(), Protocol::TEXT);
         // the raw formats publish no header: as_published is the text alone
-        assert_eq!(of(&c, "b").unwrap(), Protocol::TEXT);
-        assert_eq!(of(&c, "t").unwrap(), Protocol::TITLE_NEWLINE);
-        assert_eq!(of(&c, "s").unwrap(), Protocol::TITLE_NEWLINE);
-        assert_eq!(of(&c, "s0").unwrap(), Protocol::TEXT);
+        assert_eq!(c.protocol("b").unwrap(), Protocol::TEXT);
+        assert_eq!(c.protocol("t").unwrap(), Protocol::TITLE_NEWLINE);
+        assert_eq!(c.protocol("s").unwrap(), Protocol::TITLE_NEWLINE);
+        assert_eq!(c.protocol("s0").unwrap(), Protocol::TEXT);
     }
 
     #[test]
@@ -209,8 +229,8 @@ mod tests {
             "{members}  p: {{format: pool, pool: [m, t], context_header: title}}\n  q: {{format: pool, pool: [m, b], context_header: none}}\n"
         ))
         .unwrap();
-        assert_eq!(of(&c, "p").unwrap(), Protocol::TITLE_NEWLINE);
-        assert_eq!(of(&c, "q").unwrap(), Protocol::TEXT);
+        assert_eq!(c.protocol("p").unwrap(), Protocol::TITLE_NEWLINE);
+        assert_eq!(c.protocol("q").unwrap(), Protocol::TEXT);
         // ...unless the members join a title differently (one export joins one way)
         let e = format!(
             "{:#}",
