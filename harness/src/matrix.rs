@@ -111,8 +111,9 @@ pub fn run(campaign: &Campaign, s: &MatrixSettings) -> Result<Vec<(CellSummary, 
             out.push(cell);
         }
     }
-    let table = report::matrix_table(&out.iter().map(|(c, _)| c.clone()).collect::<Vec<_>>());
-    out!("{table}");
+    let cells: Vec<CellSummary> = out.iter().map(|(c, _)| c.clone()).collect();
+    let table = report::matrix_table(&cells);
+    out!("{}{table}", report::non_semantic_line(&cells));
     // a part writes only its own cells: the whole matrix is the unsharded run's to write
     if s.shard.is_none() {
         let all = report::collect_summaries(&s.results)?;
@@ -195,6 +196,9 @@ pub fn cell_inputs(
     let inputs = CellInputs {
         export: export.map(|e| e.manifest.content_hash()),
         model_id: export.map(|e| e.manifest.model_id.clone()),
+        model_note: export
+            .and_then(|e| hopbench_datasets::embed::model_note(&e.manifest.model_id))
+            .map(str::to_string),
         engine_files: cache::engine_files(&leg_config),
         leg_config,
         query_set: export
@@ -383,9 +387,14 @@ fn run_cell(
     let results: Vec<QueryResult> = results.into_iter().filter_map(Result::ok).collect();
     if let Some(reason) = evaluate::cell_failure(failures.into_iter().filter_map(Result::err)) {
         // a leg that cannot retrieve or select is an `error` cell with its reason, never zeros
-        let cell =
-            CellSummary::without_numbers(
-            dataset, leg_name, &protocol, Status::Error, reason, key, inputs,
+        let cell = CellSummary::without_numbers(
+            dataset,
+            leg_name,
+            &protocol,
+            Status::Error,
+            reason,
+            key,
+            inputs,
         );
         summary::write_summary(&paths.summary, &cell)?;
         return Ok(((cell, CellOutcome::Computed), None));

@@ -77,6 +77,7 @@ mod tests {
         Ok((0..export.queries.len())
             .map(|q| {
                 leg.retrieve(&QueryInput::from_export(export, q))
+                    .expect("the built-in engines do not fail")
                     .ranked
                     .iter()
                     .map(|c| (c.chunk, c.score.to_bits()))
