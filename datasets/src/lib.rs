@@ -26,6 +26,7 @@ pub mod simgraph;
 pub mod synthetic;
 pub mod tokens;
 pub mod vector;
+pub mod vectors_file;
 
 pub use error::{Error, Result};
 pub use model::{Passage, Question, RawDataset, Span, SpannedDataset, SubQuestion, Turn};

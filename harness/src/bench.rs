@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use hopbench_datasets::embed::Embedder;
+use hopbench_datasets::embed::{self, Embedder, HashingEmbedder, TextEmbedder};
 use hopbench_datasets::export::Export;
 use hopbench_datasets::lexical::{Bm25Index, Tokenizer};
 use hopbench_legs::QueryInput;
@@ -180,8 +180,14 @@ pub fn prepare(
     );
     let bm25_s = t.elapsed().as_secs_f64();
     std::hint::black_box(idx.num_postings());
-    let embedder = Embedder::load(&s.model_dir)
-        .with_context(|| format!("loading {}", s.model_dir.display()))?;
+    let embedder: Box<dyn TextEmbedder> = if embed::is_hashing_model(&s.model_dir) {
+        Box::new(HashingEmbedder::new())
+    } else {
+        Box::new(
+            Embedder::load(&s.model_dir)
+                .with_context(|| format!("loading {}", s.model_dir.display()))?,
+        )
+    };
     let n = if sample == 0 {
         texts.len()
     } else {

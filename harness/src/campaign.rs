@@ -140,6 +140,56 @@ pub struct DatasetSpec {
     /// Free text shown in reports (e.g. "pool has no distractors").
     #[serde(default)]
     pub note: Option<String>,
+    /// The dataset's own vectors, used instead of the embedder's (see
+    /// `hopbench_datasets::vectors_file`). (Not serialised when absent, like `derive_from`.)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vectors: Option<VectorsSpec>,
+}
+
+/// `vectors:` of a dataset: vectors made elsewhere (a GPU pipeline, another model), with the
+/// model id they were made with. Paths are relative to the data directory, like `files:`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VectorsSpec {
+    /// The model id, as the user names it (`my-org/e5-large@v2`): recorded as the export's
+    /// model id, in every cell summary and report.
+    pub model: String,
+    /// Passage vectors, keyed by passage id.
+    pub passages: String,
+    /// Query vectors, keyed by query id.
+    pub queries: String,
+    /// Content-only passage vectors (the body without its context header), for
+    /// `dense_content_only` on datasets with headers; without it that leg is `missing-inputs`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
+    /// Sub-question vectors keyed `<query id>#<hop>` (hops from 1), for the decomposition task
+    /// legs; without it they are `missing-inputs`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subqueries: Option<String>,
+}
+
+impl VectorsSpec {
+    /// Each file by its key, in key order.
+    pub fn paths(&self) -> Vec<(&'static str, &str)> {
+        let mut out = vec![("passages", self.passages.as_str())];
+        out.extend(self.content.as_deref().map(|p| ("content", p)));
+        out.push(("queries", self.queries.as_str()));
+        out.extend(self.subqueries.as_deref().map(|p| ("subqueries", p)));
+        out
+    }
+
+    fn validate(&self) -> Result<()> {
+        if self.model.trim().is_empty() {
+            bail!("field `vectors.model`: name the model the vectors were made with");
+        }
+        for (key, path) in self.paths() {
+            let ok = [".parquet", ".npy"].iter().any(|e| path.ends_with(e));
+            if !ok {
+                bail!("field `vectors.{key}`: `{path}` is neither a .parquet nor a .npy file");
+            }
+        }
+        Ok(())
+    }
 }
 
 /// One path or several (qrels files).
@@ -537,6 +587,9 @@ impl Campaign {
             }
             if d.derive_from.is_some() && d.format != DatasetFormat::Dialogues {
                 bail!("datasets.{name}: field `derive_from`: only for format dialogues");
+            }
+            if let Some(v) = &d.vectors {
+                v.validate().with_context(|| format!("datasets.{name}"))?;
             }
         }
         for name in self.datasets.keys() {

@@ -1,7 +1,9 @@
 //! From a campaign's dataset entry to a loaded export: resolve raw files under the data
 //! directory, report missing ones (a missing dataset is a status, not an error for the others),
 //! read the raw format, embed with the model (cached by text), index, and write or reuse the
-//! export under `<results>/exports/<dataset>/`.
+//! export under `<results>/exports/<dataset>/`. A dataset with a `vectors:` group takes its
+//! vectors from those files and needs no model; `--model hashing-384` hashes the texts instead
+//! of loading a model directory (see `hopbench_datasets::embed::hashing`).
 //!
 //! A pool reads its members' files; a dialogues dataset reads its `derive_from` dataset's files
 //! (or, when that is a pool, the pool's members' files) exactly as that dataset does, then
@@ -15,9 +17,10 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use hopbench_datasets::chunk::{ChunkUnit, Chunker, CHUNKER_ID};
-use hopbench_datasets::embed::{self, Embedder, EmbeddingCache};
+use hopbench_datasets::embed::{self, Embedder, EmbeddingCache, HashingEmbedder};
 use hopbench_datasets::export::{self, EmbedFn, Export, PrepareConfig, Prepared, Source};
 use hopbench_datasets::formats::{self, documents, Files};
+use hopbench_datasets::vectors_file::VectorFiles;
 use hopbench_datasets::{synthetic, RawDataset, SpannedDataset};
 
 use crate::campaign::{Campaign, DatasetFormat, DatasetSpec};
@@ -89,6 +92,42 @@ fn resolve_files(
     }
 }
 
+/// The dataset's own vectors files resolved under the data directory (`None` without a
+/// `vectors:` group), or the reason they are unavailable (absent files make the dataset
+/// `missing-inputs`, like absent raw files).
+fn resolve_vectors(
+    spec: &DatasetSpec,
+    data_dir: Option<&Path>,
+) -> Result<Option<VectorFiles>, String> {
+    let Some(v) = &spec.vectors else {
+        return Ok(None);
+    };
+    let Some(dir) = data_dir else {
+        return Err(
+            "no data directory for the `vectors:` files: give --data-dir DIR or set HOPBENCH_DATA"
+                .into(),
+        );
+    };
+    let files = VectorFiles {
+        model: v.model.clone(),
+        passages: dir.join(&v.passages),
+        queries: dir.join(&v.queries),
+        content: v.content.as_ref().map(|p| dir.join(p)),
+        subqueries: v.subqueries.as_ref().map(|p| dir.join(p)),
+    };
+    let absent: Vec<String> = files
+        .files()
+        .iter()
+        .filter(|p| !p.is_file())
+        .map(|p| p.display().to_string())
+        .collect();
+    if absent.is_empty() {
+        Ok(Some(files))
+    } else {
+        Err(format!("vectors files absent: {}", absent.join(", ")))
+    }
+}
+
 /// The `derive_from` dataset of a dialogues dataset (validated when the campaign is parsed).
 fn derive_from(spec: &DatasetSpec) -> &str {
     spec.derive_from
@@ -114,6 +153,9 @@ pub fn availability(campaign: &Campaign, name: &str, data_dir: Option<&Path>) ->
         if let Err(reason) = resolve_files(&campaign.datasets[&m], data_dir) {
             return format!("missing: {reason}");
         }
+    }
+    if let Err(reason) = resolve_vectors(&campaign.datasets[name], data_dir) {
+        return format!("missing: {reason}");
     }
     "available".into()
 }
@@ -151,6 +193,13 @@ fn read_raw(
             let files = Files::new(format, files.clone())
                 .map_err(|e| anyhow::anyhow!("datasets.{name}: {e}"))?;
             if format.name() == documents::FORMAT.name {
+                if chunks_in_tokens(spec) && embed::is_hashing_model(&s.model_dir) {
+                    anyhow::bail!(
+                        "datasets.{name}: field `chunking`: `unit: tokens` counts in the model's \
+                         tokenizer, and `{}` has none: use `unit: chars`, or a model directory",
+                        embed::HASHING_MODEL
+                    );
+                }
                 let chunker = match spec.chunking.as_ref().and_then(|c| c.one()) {
                     None => Chunker::whole(),
                     Some(c) => Chunker::new(
@@ -223,6 +272,7 @@ fn members_of(
         .iter()
         .map(|m| resolve_files(&campaign.datasets[m], s.data_dir.as_deref()))
         .collect::<Result<Vec<_>, String>>()?;
+    resolve_vectors(&campaign.datasets[name], s.data_dir.as_deref())?;
     Ok((members, files))
 }
 
@@ -294,6 +344,7 @@ fn source(
         // `derive_from`, already keeps its key apart from the source's)
         extra: extra_identity(campaign, spec, members),
         protocol,
+        vectors: resolve_vectors(spec, s.data_dir.as_deref()).map_err(anyhow::Error::msg)?,
     })
 }
 
@@ -311,6 +362,23 @@ fn load_embedder(s: &DataSettings) -> hopbench_datasets::Result<(Embedder, Embed
         eprintln!("warning: embedding cache {r}");
     }
     Ok((e, c))
+}
+
+/// The identity and dimension of the model `s` names: the built-in hashing embedder for
+/// `hashing-384` (no model directory), else the model directory's (hashing its weights only).
+pub fn model_identity(s: &DataSettings) -> Result<(String, usize)> {
+    if embed::is_hashing_model(&s.model_dir) {
+        return Ok((embed::HASHING_MODEL_ID.to_string(), embed::HASHING_DIM));
+    }
+    let id = embed::model_id_of(&s.model_dir).with_context(|| {
+        format!(
+            "embedding model not found at {}: run scripts/setup, point --model / \
+             HOPBENCH_MODEL_DIR at a model directory, or use --model {} (non-semantic)",
+            s.model_dir.display(),
+            embed::HASHING_MODEL
+        )
+    })?;
+    Ok((id, embed::model_dim_of(&s.model_dir)?))
 }
 
 /// What [`embed_part`] did for one dataset.
@@ -341,9 +409,15 @@ pub fn embed_part(
         Err(reason) => return Ok(PartOutcome::Missing(reason)),
     };
     let source = source(campaign, name, &members, &member_files, s)?;
-    let model_id = embed::model_id_of(&s.model_dir)
-        .with_context(|| format!("embedding model not found at {}", s.model_dir.display()))?;
-    let dim = embed::model_dim_of(&s.model_dir)?;
+    if source.vectors.is_some() || embed::is_hashing_model(&s.model_dir) {
+        // vectors from the dataset's files, or hashed when the export is built: no part of
+        // the embedding cache to fill
+        return Ok(PartOutcome::Embedded {
+            part_texts: 0,
+            embedded: 0,
+        });
+    }
+    let (model_id, dim) = model_identity(s)?;
     let embedder: RefCell<Option<(Embedder, EmbeddingCache)>> = RefCell::new(None);
     let counts = RefCell::new((0usize, 0usize));
     let mut embed_fn = EmbedFn {
@@ -424,34 +498,50 @@ pub fn open(
     let source = source(campaign, name, &members, &member_files, s)?;
     let read_all = || read_members(campaign, name, &members, &member_files, s);
 
-    let model_id = embed::model_id_of(&s.model_dir).with_context(|| {
-        format!(
-            "embedding model not found at {}: run scripts/setup, or point --model / HOPBENCH_MODEL_DIR at a model directory",
-            s.model_dir.display()
-        )
-    })?;
-    let dim = embed::model_dim_of(&s.model_dir)?;
     let dir = s.exports.join(name);
     let embedder: RefCell<Option<(Embedder, EmbeddingCache)>> = RefCell::new(None);
-    let mut embed_fn = EmbedFn {
-        model_id: model_id.clone(),
-        dim,
-        embed: Box::new(|texts: &[&str], label: &str| {
-            let mut slot = embedder.borrow_mut();
-            if slot.is_none() {
-                *slot = Some(load_embedder(s)?);
-            }
-            let (e, c) = slot.as_mut().expect("loaded above");
-            let bar = crate::progress::Progress::new(
-                progress,
-                &format!("embed {name} {label}"),
-                "texts",
-                texts.len() as u64,
-            );
-            let out = embed::embed_cached(e, c, texts, &mut |n| bar.inc(n as u64));
-            bar.finish();
-            out
-        }),
+    let mut embed_fn = if source.vectors.is_some() {
+        // the dataset brings every vector the build reads (passages and queries are required
+        // in its `vectors:` group): no model is loaded, or needed
+        EmbedFn {
+            model_id: String::new(),
+            dim: 0,
+            embed: Box::new(|_: &[&str], label: &str| {
+                Err(hopbench_datasets::Error::Config {
+                    context: format!("dataset {name}"),
+                    message: format!("its {label} would be embedded, but its vectors come from its `vectors:` files"),
+                })
+            }),
+        }
+    } else if embed::is_hashing_model(&s.model_dir) {
+        let hashing = HashingEmbedder::new();
+        EmbedFn {
+            model_id: embed::HASHING_MODEL_ID.to_string(),
+            dim: embed::HASHING_DIM,
+            embed: Box::new(move |texts: &[&str], _: &str| Ok(hashing.embed_texts(texts))),
+        }
+    } else {
+        let (model_id, dim) = model_identity(s)?;
+        EmbedFn {
+            model_id,
+            dim,
+            embed: Box::new(|texts: &[&str], label: &str| {
+                let mut slot = embedder.borrow_mut();
+                if slot.is_none() {
+                    *slot = Some(load_embedder(s)?);
+                }
+                let (e, c) = slot.as_mut().expect("loaded above");
+                let bar = crate::progress::Progress::new(
+                    progress,
+                    &format!("embed {name} {label}"),
+                    "texts",
+                    texts.len() as u64,
+                );
+                let out = embed::embed_cached(e, c, texts, &mut |n| bar.inc(n as u64));
+                bar.finish();
+                out
+            }),
+        }
     };
     // An export whose manifest and file hashes check out can still fail to load (written by a
     // build with a bug, or with values the loader refuses): it is rebuilt once, and a rebuild

@@ -30,6 +30,16 @@ pub fn build(
     if texts.is_empty() {
         return Ok(spec.build(name, export.clone()));
     }
+    if export.brings_vectors() {
+        // the export's model is only a declared name: there is nothing to embed these with
+        return Ok(Err(LegError::MissingInputs(format!(
+            "leg `{name}` retrieves with vectors of {} texts that are not in the dataset's \
+             `vectors:` files (turns, rewritten queries), and the dataset's model `{}` is not \
+             one hopbench runs",
+            texts.len(),
+            export.manifest.model_id
+        ))));
+    }
     let vectors = vectors(export, &texts, data)
         .with_context(|| format!("embedding the texts leg `{name}` retrieves with"))?;
     Ok(spec.build_with(name, export.clone(), Some(Arc::new(vectors))))
@@ -38,6 +48,16 @@ pub fn build(
 /// Vectors of `texts` in the space of `export` (its model id and dimension).
 pub fn vectors(export: &Export, texts: &[String], data: &DataSettings) -> Result<TextVectors> {
     let model_id = &export.manifest.model_id;
+    if model_id == embed::HASHING_MODEL_ID {
+        // hashing a text is cheaper than a cache lookup, and needs no model
+        let hashing = embed::HashingEmbedder::new();
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let mut out = TextVectors::new(export.dim);
+        for (t, v) in texts.iter().zip(hashing.embed_texts(&refs)) {
+            out.insert(t.clone(), v);
+        }
+        return Ok(out);
+    }
     let mut cache = EmbeddingCache::open_part(
         &data.embeddings,
         model_id,

@@ -112,7 +112,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                              KG: {} entities, {} edges, {} hyperedges, {} communities, {} chunks mentioning another entity; model {}; export {}",
                             st.chunks, st.documents, st.queries, st.gold_chunks, st.queries_with_chain, st.chunks_with_header, st.bm25_terms,
                             st.kg.entities, st.kg.edges, st.kg.hyperedges, st.kg.communities, st.kg.chunks_with_mentions,
-                            e.manifest.model_id, e.dir.display()
+                            hopbench_datasets::embed::describe_model(&e.manifest.model_id), e.dir.display()
                         );
                     }
                     data::DatasetState::Missing(reason) => out!("{name}: missing: {reason}"),
@@ -270,7 +270,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 let r = bench::prepare(campaign, &name, &s.data, a.sample)?;
                 out!(
                     "{}: {} passages; read {:.2} s; tokenise+BM25 {:.0} chunks/s; embed {:.1} passages/s ({} passages, {}, RAYON_NUM_THREADS={threads})",
-                    r.dataset, r.passages, r.read_s, r.bm25_chunks_per_s, r.embed_passages_per_s, r.embedded, r.model_id
+                    r.dataset, r.passages, r.read_s, r.bm25_chunks_per_s, r.embed_passages_per_s, r.embedded,
+                    hopbench_datasets::embed::describe_model(&r.model_id)
                 );
                 all.push(r);
             }
@@ -278,14 +279,28 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Datasets(_) => {
             out!("campaign: {}", s.origin);
+            if hopbench_datasets::embed::is_hashing_model(&s.data.model_dir) {
+                out!(
+                    "model: {}",
+                    hopbench_datasets::embed::describe_model(
+                        hopbench_datasets::embed::HASHING_MODEL_ID
+                    )
+                );
+            } else {
+                out!("model: {}", s.data.model_dir.display());
+            }
             for (name, spec) in &campaign.datasets {
                 let status = data::availability(campaign, name, s.data.data_dir.as_deref());
                 // what it indexes per passage (validated when the campaign loaded)
                 let indexed = hopbench::protocol::label(campaign.protocol(name), None);
+                let own = spec
+                    .vectors
+                    .as_ref()
+                    .map(|v| format!("; its own vectors, model `{}`", v.model))
+                    .unwrap_or_default();
                 out!(
-                    "{name:<28} {:<10} {indexed:<11} {}",
+                    "{name:<28} {:<10} {indexed:<11} {status}{own}",
                     spec.format.name().to_string(),
-                    status
                 );
             }
         }
@@ -377,7 +392,14 @@ fn slurm_command(s: &Settings, a: &hopbench::cli::SlurmArgs) -> Result<ExitCode>
         campaign: a.common.campaign.as_deref().map(absolute).transpose()?,
         results: absolute(&s.results)?,
         data_dir: s.data.data_dir.as_deref().map(absolute).transpose()?,
-        model: Some(absolute(&s.data.model_dir)?),
+        // the hashing embedder's name is no path: it stays as written
+        model: Some(
+            if hopbench_datasets::embed::is_hashing_model(&s.data.model_dir) {
+                s.data.model_dir.clone()
+            } else {
+                absolute(&s.data.model_dir)?
+            },
+        ),
         datasets: m.datasets.clone(),
         legs: m.legs.clone(),
         cells,

@@ -111,8 +111,9 @@ pub fn run(campaign: &Campaign, s: &MatrixSettings) -> Result<Vec<(CellSummary, 
             out.push(cell);
         }
     }
-    let table = report::matrix_table(&out.iter().map(|(c, _)| c.clone()).collect::<Vec<_>>());
-    out!("{table}");
+    let cells: Vec<CellSummary> = out.iter().map(|(c, _)| c.clone()).collect();
+    let table = report::matrix_table(&cells);
+    out!("{}{table}", report::non_semantic_line(&cells));
     // a part writes only its own cells: the whole matrix is the unsharded run's to write
     if s.shard.is_none() {
         let all = report::collect_summaries(&s.results)?;
@@ -195,6 +196,9 @@ pub fn cell_inputs(
     let inputs = CellInputs {
         export: export.map(|e| e.manifest.content_hash()),
         model_id: export.map(|e| e.manifest.model_id.clone()),
+        model_note: export
+            .and_then(|e| hopbench_datasets::embed::model_note(&e.manifest.model_id))
+            .map(str::to_string),
         engine_files: cache::engine_files(&leg_config),
         leg_config,
         query_set: export

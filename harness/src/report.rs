@@ -94,9 +94,37 @@ pub fn matrix_table(cells: &[CellSummary]) -> String {
     out
 }
 
+/// A warning line naming the datasets whose vectors came from a labelled non-semantic model
+/// (the hashing embedder): their dense numbers measure the harness, not a model. Empty when
+/// there are none.
+pub fn non_semantic_line(cells: &[CellSummary]) -> String {
+    let mut flagged: Vec<(&str, &str, &str)> = cells
+        .iter()
+        .filter_map(|c| {
+            let note = c.inputs.model_note.as_deref()?;
+            Some((c.dataset.as_str(), c.inputs.model_id.as_deref()?, note))
+        })
+        .collect();
+    flagged.sort_unstable();
+    flagged.dedup();
+    if flagged.is_empty() {
+        return String::new();
+    }
+    let list: Vec<String> = flagged
+        .iter()
+        .map(|(d, id, note)| format!("{d} with `{id}` ({note})"))
+        .collect();
+    format!(
+        "**Non-semantic embedding model**: {}. Dense numbers of these datasets measure the \
+         harness, not a model.\n\n",
+        list.join("; ")
+    )
+}
+
 /// `matrix.md`: the table plus the reasons of cells without numbers.
 pub fn matrix_markdown(cells: &[CellSummary]) -> String {
     let mut out = String::from("# hopbench matrix\n\n");
+    out.push_str(&non_semantic_line(cells));
     out.push_str(&matrix_table(cells));
     let missing: Vec<&CellSummary> = cells.iter().filter(|c| c.status != Status::Ok).collect();
     if !missing.is_empty() {

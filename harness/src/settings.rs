@@ -112,6 +112,16 @@ impl Settings {
             .model
             .clone()
             .unwrap_or_else(|| PathBuf::from(&campaign.model));
+        if hopbench_datasets::embed::is_hashing_model(&model) && model.exists() {
+            // the name selects the built-in hashing embedder: a directory of that name in the
+            // working directory must not silently stop being the model, nor silently become it
+            anyhow::bail!(
+                "model `{}` names the built-in non-semantic hashing embedder, but a directory of \
+                 that name exists here: write `./{}` for the directory, or move it",
+                hopbench_datasets::embed::HASHING_MODEL,
+                hopbench_datasets::embed::HASHING_MODEL
+            );
+        }
         let data_dir = o
             .data_dir
             .clone()
@@ -290,8 +300,18 @@ fn confine_files(campaign: &Campaign, data_dir: Option<&Path>) -> Result<()> {
     use std::path::Component;
     let root = data_dir.and_then(|d| d.canonicalize().ok());
     for (name, spec) in &campaign.datasets {
-        for (role, list) in &spec.files {
-            for file in list.paths() {
+        let vectors = spec.vectors.iter().flat_map(|v| {
+            v.paths()
+                .into_iter()
+                .map(|(key, p)| (format!("vectors.{key}"), vec![p]))
+        });
+        let files = spec
+            .files
+            .iter()
+            .map(|(role, list)| (format!("files.{role}"), list.paths()))
+            .chain(vectors);
+        for (role, paths) in files {
+            for file in paths {
                 let p = Path::new(file);
                 let escapes = p.is_absolute()
                     || p.components()
@@ -305,7 +325,7 @@ fn confine_files(campaign: &Campaign, data_dir: Option<&Path>) -> Result<()> {
                 };
                 if escapes || through_link() {
                     anyhow::bail!(
-                        "datasets.{name}: files.{role}: `{file}` leads outside the data \
+                        "datasets.{name}: {role}: `{file}` leads outside the data \
                          directory (paths are relative to it; --allow-outside-data-dir permits \
                          this)"
                     );

@@ -44,6 +44,10 @@ pub struct CellInputs {
     pub export: Option<String>,
     /// Embedding model identity of the export.
     pub model_id: Option<String>,
+    /// What the model is when that matters to reading the numbers: `non-semantic: ...` for the
+    /// hashing embedder (absent for a real model, so other cells' keys are unchanged).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_note: Option<String>,
     /// The leg's resolved configuration (kind and every parameter, defaults filled in).
     pub leg_config: serde_json::Value,
     /// blake3 of the files an external engine's command names ([`crate::cache::engine_files`]);

@@ -711,6 +711,17 @@ impl CdgrLeg {
         c: &CdgrConfig,
     ) -> Result<Self, LegError> {
         crate::params::Params::check(c, &Check(name))?;
+        if let Some(why) = mode
+            .task()
+            .then(|| {
+                export.vectors_not_brought(hopbench_datasets::vectors_file::VectorSet::Subqueries)
+            })
+            .flatten()
+        {
+            return Err(LegError::MissingInputs(format!(
+                "leg `{name}` runs the published decomposition as a document task: {why}"
+            )));
+        }
         if mode.task() && export.subquery_embeddings.iter().all(Option::is_none) {
             return Err(LegError::MissingInputs(format!(
                 "leg `{name}` runs the published decomposition as a document task; this \

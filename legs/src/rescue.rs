@@ -408,6 +408,7 @@ pub(crate) mod fixtures {
             files: vec![],
             extra: "legs-tests".into(),
             protocol,
+            vectors: None,
         };
         export::prepare(
             &source,
@@ -739,6 +740,7 @@ mod tests {
                     files: vec![],
                     extra: String::new(),
                     protocol,
+                    vectors: None,
                 },
                 raw,
                 &Default::default(),

@@ -34,6 +34,7 @@
 
 mod bert;
 mod cache;
+pub mod hashing;
 mod kernels;
 mod tiny;
 
@@ -46,6 +47,7 @@ use rayon::prelude::*;
 use tokenizers::{Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
 
 pub use cache::{embed_cached, EmbeddingCache};
+pub use hashing::{HashingEmbedder, HASHING_DIM, HASHING_MODEL, HASHING_MODEL_ID};
 pub use tiny::write_tiny_model;
 
 use crate::{Error, Result};
@@ -390,4 +392,25 @@ fn model_id_from(name: &str, weights: &[u8]) -> String {
 /// The embedding dimension of the model in `dir` (its config's `hidden_size`), without loading it.
 pub fn model_dim_of(dir: &Path) -> Result<usize> {
     Ok(bert::BertConfig::read(&dir.join("config.json"))?.hidden_size)
+}
+
+/// Whether a `model` setting (campaign `model:`, `--model`, `HOPBENCH_MODEL_DIR`) selects the
+/// built-in [`hashing`] embedder: exactly the text `hashing-384`. Any other spelling is a model
+/// directory, so a directory of that name is reached as `./hashing-384`.
+pub fn is_hashing_model(setting: &Path) -> bool {
+    setting.as_os_str() == HASHING_MODEL
+}
+
+/// What outputs showing `model_id` add to it: `Some` for the non-semantic hashing embedder
+/// (whose numbers measure the harness, not a model), `None` for a real model.
+pub fn model_note(model_id: &str) -> Option<&'static str> {
+    (model_id == HASHING_MODEL_ID).then_some(hashing::HASHING_NOTE)
+}
+
+/// `model_id`, with its [`model_note`] in parentheses where it has one.
+pub fn describe_model(model_id: &str) -> String {
+    match model_note(model_id) {
+        Some(note) => format!("{model_id} ({note})"),
+        None => model_id.to_string(),
+    }
 }

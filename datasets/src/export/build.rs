@@ -1,17 +1,19 @@
 //! Raw dataset -> the export in memory: passages sorted by id into chunks, gold and chains
 //! resolved to chunk indices, BM25, the knowledge graph, vectors, the similarity graph and the
-//! sub-query vectors. Nothing here touches the file system.
+//! sub-query vectors (from the embedder, or from the dataset's vectors files, read before).
+//! Nothing here touches the file system.
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
 
-use super::{Chunk, EmbedFn, PrepareConfig, QueryRecord, Source};
+use super::{Chunk, EmbedFn, ExternalTables, PrepareConfig, QueryRecord, Source};
 use crate::enrich::{self, KnowledgeGraph};
 use crate::error::{Error, Result};
 use crate::lexical::{Bm25Index, Tokenizer};
 use crate::model::{question_pieces, QuestionPiece, SpannedDataset, SubQuestion};
 use crate::simgraph::SimGraph;
 use crate::tokens::heuristic_tokens;
+use crate::vectors_file::{VectorSet, VectorTable};
 
 /// An export in memory before it is written.
 pub(super) struct Built {
@@ -26,6 +28,10 @@ pub(super) struct Built {
     pub(super) kg: KnowledgeGraph,
     pub(super) simgraph: SimGraph,
     pub(super) subquery_embeddings: Vec<Option<Vec<f32>>>,
+    /// Vector sets a dataset with vectors files lacks ([`VectorsRecord::absent`]).
+    ///
+    /// [`VectorsRecord::absent`]: super::VectorsRecord::absent
+    pub(super) absent_vectors: Vec<String>,
 }
 
 /// The texts embedded for a decomposition's sub-questions: each published sub-question with
@@ -71,6 +77,7 @@ pub(super) fn build(
     spanned: SpannedDataset,
     config: &PrepareConfig,
     embed: &mut EmbedFn<'_>,
+    external: Option<&ExternalTables>,
 ) -> Result<Built> {
     let SpannedDataset { raw, spans } = spanned;
     let origin = PathBuf::from(format!("<dataset {}>", source.name));
@@ -216,11 +223,56 @@ pub(super) fn build(
         .collect();
     let kg = enrich::build(&titled, &config.enrich);
 
+    let sub_texts: Vec<Option<Vec<String>>> = queries
+        .iter()
+        .map(|q| q.decomposition.as_deref().map(subquery_texts))
+        .collect();
+    let any_header = chunks.iter().any(|c| c.header.is_some());
+    let v = match external {
+        None => embedded(&chunks, &full, &queries, &sub_texts, any_header, embed)?,
+        Some(x) => from_files(x, &chunks, &queries, any_header)?,
+    };
+    let simgraph = SimGraph::build(&v.embeddings, v.dim, &config.simgraph);
+    Ok(Built {
+        dim: v.dim,
+        chunks,
+        docs,
+        embeddings: v.embeddings,
+        content_embeddings: v.content,
+        queries,
+        query_embeddings: v.queries,
+        bm25,
+        kg,
+        simgraph,
+        subquery_embeddings: v.subqueries,
+        absent_vectors: v.absent,
+    })
+}
+
+/// Every vector set of an export, and the sets it lacks because the files did not bring them.
+struct VectorSets {
+    dim: usize,
+    embeddings: Vec<f32>,
+    content: Option<Vec<f32>>,
+    queries: Vec<f32>,
+    subqueries: Vec<Option<Vec<f32>>>,
+    absent: Vec<String>,
+}
+
+/// The vector sets from the embedder: passages, content only (where some chunk has a header),
+/// queries and sub-queries.
+fn embedded(
+    chunks: &[Chunk],
+    full: &[String],
+    queries: &[QueryRecord],
+    sub_texts: &[Option<Vec<String>>],
+    any_header: bool,
+    embed: &mut EmbedFn<'_>,
+) -> Result<VectorSets> {
     let dim = embed.dim;
     let refs: Vec<&str> = full.iter().map(String::as_str).collect();
     let embeddings = flatten((embed.embed)(&refs, "passages")?, dim, "passages")?;
-    let any_header = chunks.iter().any(|c| c.header.is_some());
-    let content_embeddings = if any_header {
+    let content = if any_header {
         let content: Vec<&str> = chunks.iter().map(|c| c.text.as_str()).collect();
         Some(flatten(
             (embed.embed)(&content, "passages (content only)")?,
@@ -232,43 +284,141 @@ pub(super) fn build(
     };
     let qtexts: Vec<&str> = queries.iter().map(|q| q.text.as_str()).collect();
     let query_embeddings = flatten((embed.embed)(&qtexts, "queries")?, dim, "queries")?;
-    let simgraph = SimGraph::build(&embeddings, dim, &config.simgraph);
-    let sub_texts: Vec<Option<Vec<String>>> = queries
-        .iter()
-        .map(|q| q.decomposition.as_deref().map(subquery_texts))
-        .collect();
     let all: Vec<&str> = sub_texts
         .iter()
         .flatten()
         .flatten()
         .map(String::as_str)
         .collect();
-    let mut flat_subs = if all.is_empty() {
+    let flat_subs = if all.is_empty() {
         Vec::new()
     } else {
         flatten((embed.embed)(&all, "sub-queries")?, dim, "sub-queries")?
     };
-    let mut subquery_embeddings = Vec::with_capacity(queries.len());
+    let mut subqueries = Vec::with_capacity(queries.len());
     let mut at = 0;
-    for t in &sub_texts {
-        subquery_embeddings.push(t.as_ref().map(|t| {
+    for t in sub_texts {
+        subqueries.push(t.as_ref().map(|t| {
             let v = flat_subs[at..at + t.len() * dim].to_vec();
             at += t.len() * dim;
             v
         }));
     }
-    flat_subs.clear();
-    Ok(Built {
+    Ok(VectorSets {
         dim,
-        chunks,
-        docs,
         embeddings,
-        content_embeddings,
-        queries,
-        query_embeddings,
-        bm25,
-        kg,
-        simgraph,
-        subquery_embeddings,
+        content,
+        queries: query_embeddings,
+        subqueries,
+        absent: Vec::new(),
+    })
+}
+
+/// The sub-question ids a `subqueries` vectors file is keyed by: `<query id>#<hop>`, hops
+/// from 1, in hop order.
+pub fn subquery_ids(query: &str, hops: usize) -> Vec<String> {
+    (1..=hops).map(|k| format!("{query}#{k}")).collect()
+}
+
+/// The vector sets from the dataset's vectors files, each ordered by the export's ids; a set
+/// the build would embed but no file brings (content only, sub-queries) is left out and named
+/// in `absent`.
+fn from_files(
+    x: &ExternalTables,
+    chunks: &[Chunk],
+    queries: &[QueryRecord],
+    any_header: bool,
+) -> Result<VectorSets> {
+    let dim = x.passages.dim();
+    let same_dim = |t: &VectorTable| {
+        if t.dim() == dim {
+            Ok(())
+        } else {
+            Err(Error::Dimension {
+                path: t.path().to_path_buf(),
+                record: "row 0".into(),
+                field: "vector".into(),
+                expected: dim,
+                found: t.dim(),
+            })
+        }
+    };
+    let chunk_ids: Vec<&str> = chunks.iter().map(|c| c.id.as_str()).collect();
+    let embeddings = x.passages.ordered(&chunk_ids, "passage")?;
+    let mut absent = Vec::new();
+    let content =
+        match (&x.content, any_header) {
+            (Some(t), true) => {
+                same_dim(t)?;
+                Some(t.ordered(&chunk_ids, "passage")?)
+            }
+            (Some(t), false) => return Err(Error::field(
+                t.path(),
+                "file",
+                VectorSet::Content.key(),
+                "no passage of this dataset has a context header, so there are no content-only \
+                 vectors to give (the passage vectors are of the text alone already)",
+            )),
+            (None, true) => {
+                absent.push(VectorSet::Content.key().to_string());
+                None
+            }
+            (None, false) => None,
+        };
+    same_dim(&x.queries)?;
+    let query_ids: Vec<&str> = queries.iter().map(|q| q.id.as_str()).collect();
+    let query_embeddings = x.queries.ordered(&query_ids, "query")?;
+    let sub_ids: Vec<Option<Vec<String>>> = queries
+        .iter()
+        .map(|q| {
+            q.decomposition
+                .as_ref()
+                .map(|d| subquery_ids(&q.id, d.len()))
+        })
+        .collect();
+    let any_sub = sub_ids.iter().flatten().any(|ids| !ids.is_empty());
+    let subqueries = match (&x.subqueries, any_sub) {
+        (Some(t), true) => {
+            same_dim(t)?;
+            let all: Vec<&str> = sub_ids
+                .iter()
+                .flatten()
+                .flatten()
+                .map(String::as_str)
+                .collect();
+            let flat = t.ordered(&all, "sub-question")?;
+            let mut at = 0;
+            sub_ids
+                .iter()
+                .map(|ids| {
+                    ids.as_ref().map(|ids| {
+                        let v = flat[at..at + ids.len() * dim].to_vec();
+                        at += ids.len() * dim;
+                        v
+                    })
+                })
+                .collect()
+        }
+        (Some(t), false) => {
+            return Err(Error::field(
+                t.path(),
+                "file",
+                VectorSet::Subqueries.key(),
+                "the dataset has no published decompositions, so there are no sub-questions",
+            ))
+        }
+        (None, true) => {
+            absent.push(VectorSet::Subqueries.key().to_string());
+            vec![None; queries.len()]
+        }
+        (None, false) => vec![None; queries.len()],
+    };
+    Ok(VectorSets {
+        dim,
+        embeddings,
+        content,
+        queries: query_embeddings,
+        subqueries,
+        absent,
     })
 }

@@ -19,7 +19,7 @@ pub(crate) fn hash_file(path: &Path) -> Result<String> {
 }
 
 fn input_key(m: &Manifest) -> String {
-    let ident = serde_json::json!({
+    let mut ident = serde_json::json!({
         "export_version": m.export_version,
         "dataset": m.dataset,
         "format": m.format,
@@ -30,6 +30,12 @@ fn input_key(m: &Manifest) -> String {
         "model_id": m.model_id,
         "dim": m.dim,
     });
+    // a dataset's own vectors: the declared model (already `model_id`) and which file is which
+    // set (the files' hashes are among `inputs`); absent for embedded exports, whose keys are
+    // what they were
+    if let Some(v) = &m.vectors {
+        ident["vectors"] = serde_json::json!({ "model": v.model, "files": v.files });
+    }
     blake3::hash(ident.to_string().as_bytes())
         .to_hex()
         .to_string()
@@ -68,9 +74,23 @@ pub fn planned_manifest(
     dim: usize,
 ) -> Result<Manifest> {
     let mut inputs = BTreeMap::new();
-    for f in &source.files {
+    let vector_files = source
+        .vectors
+        .as_ref()
+        .map(|v| v.files())
+        .unwrap_or_default();
+    for f in source.files.iter().chain(&vector_files) {
         inputs.insert(f.display().to_string(), hash_file(f)?);
     }
+    let vectors = source.vectors.as_ref().map(|v| super::VectorsRecord {
+        model: v.model.clone(),
+        files: v
+            .sets()
+            .into_iter()
+            .map(|(set, p)| (set.key().to_string(), p.display().to_string()))
+            .collect(),
+        absent: Vec::new(),
+    });
     let mut m = Manifest {
         export_version: EXPORT_VERSION,
         dataset: source.name.clone(),
@@ -84,6 +104,7 @@ pub fn planned_manifest(
         input_key: String::new(),
         files: BTreeMap::new(),
         stats: ExportStats::default(),
+        vectors,
     };
     m.input_key = input_key(&m);
     Ok(m)

@@ -43,6 +43,13 @@
 //! replaced by the *published* answer of hop k: an oracle-ish setting (the gold intermediate
 //! answers are given), for the document-task legs only; label their results accordingly.
 //!
+//! A dataset may bring its own vectors ([`Source::vectors`], checked by
+//! [`crate::vectors_file`]): they replace the embedder's for every set they cover, each ordered
+//! by the export's ids, and the sets they do not cover (content only, sub-queries) are left
+//! out and named in the manifest's `vectors.absent`, so the legs that need them report
+//! `missing-inputs` rather than read placeholders. The files' hashes, which file is which set
+//! and the declared model id are part of the input key.
+//!
 //! Re-running prepare with unchanged inputs, configuration, model and export code finds the
 //! same `input_key` in the existing manifest, re-hashes the files, and reuses the export.
 //!
@@ -67,8 +74,9 @@ use crate::lexical::{Bm25Index, Bm25Params};
 use crate::model::{RawDataset, Span, SpannedDataset, SubQuestion, Turn};
 use crate::protocol::{Joiner, Protocol};
 use crate::simgraph::{SimGraph, SimGraphConfig, SIMGRAPH_FILES};
+use crate::vectors_file::{VectorFiles, VectorSet, VectorTable};
 
-pub use build::subquery_texts;
+pub use build::{subquery_ids, subquery_texts};
 pub use identity::{planned_manifest, read_manifest};
 pub use read::load;
 
@@ -116,6 +124,10 @@ pub struct Source {
     /// What each passage is indexed and embedded as (applied by the build, recorded in the
     /// manifest, hashed into the input key).
     pub protocol: Protocol,
+    /// The dataset's own vectors, used instead of the embedder's (`None`: embed). Their files
+    /// are hashed into the input key with the raw files, and the declared model id is the
+    /// export's model id.
+    pub vectors: Option<VectorFiles>,
 }
 
 /// One chunk of the corpus.
@@ -226,6 +238,46 @@ pub struct Manifest {
     pub files: BTreeMap<String, String>,
     /// Counts.
     pub stats: ExportStats,
+    /// Where the vectors came from when the dataset brought its own (absent otherwise, so
+    /// embedded exports' manifests are what they were).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vectors: Option<VectorsRecord>,
+}
+
+/// The manifest's record of a dataset's own vectors.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VectorsRecord {
+    /// The model id the user declared (also the manifest's `model_id`).
+    pub model: String,
+    /// Each vector set read from a file (`passages`, `queries`, `content`, `subqueries`) and the
+    /// path it was read from.
+    pub files: BTreeMap<String, String>,
+    /// Sets the build computes for an embedded dataset that the files did not bring
+    /// (`content`, `subqueries`): the legs that need them are `missing-inputs`.
+    pub absent: Vec<String>,
+}
+
+/// A dataset's vectors files, read and checked row by row (their ids are checked against the
+/// dataset's by the build).
+pub(crate) struct ExternalTables {
+    pub(crate) passages: VectorTable,
+    pub(crate) queries: VectorTable,
+    pub(crate) content: Option<VectorTable>,
+    pub(crate) subqueries: Option<VectorTable>,
+}
+
+impl ExternalTables {
+    fn read(v: &VectorFiles) -> Result<ExternalTables> {
+        let opt =
+            |p: &Option<PathBuf>, set| p.as_deref().map(|p| VectorTable::read(p, set)).transpose();
+        Ok(ExternalTables {
+            passages: VectorTable::read(&v.passages, VectorSet::Passages)?,
+            queries: VectorTable::read(&v.queries, VectorSet::Queries)?,
+            content: opt(&v.content, VectorSet::Content)?,
+            subqueries: opt(&v.subqueries, VectorSet::Subqueries)?,
+        })
+    }
 }
 
 impl Manifest {
@@ -297,6 +349,34 @@ impl Export {
     pub fn doc_of(&self, i: u32) -> Option<u32> {
         self.chunks[i as usize].doc
     }
+
+    /// Why vector set `set` (`content` or `subqueries`) is absent although the dataset has
+    /// what it is computed from: the dataset brought its own vectors and no file for that set.
+    /// `None` when the set is present, or absent because the dataset has no headers or
+    /// decompositions.
+    pub fn vectors_not_brought(&self, set: VectorSet) -> Option<String> {
+        let v = self.manifest.vectors.as_ref()?;
+        v.absent.iter().any(|a| a == set.key()).then(|| {
+            format!(
+                "the dataset brings its own vectors (model `{}`) and no `vectors.{}` file, so \
+                 there are no {} vectors",
+                v.model,
+                set.key(),
+                match set {
+                    VectorSet::Content => "content-only (text alone)",
+                    VectorSet::Subqueries => "sub-question",
+                    VectorSet::Passages => "passage",
+                    VectorSet::Queries => "query",
+                }
+            )
+        })
+    }
+
+    /// Whether the vectors came from the dataset's own files rather than the embedder (texts
+    /// that are not in those files, such as conversation turns, have no vector then).
+    pub fn brings_vectors(&self) -> bool {
+        self.manifest.vectors.is_some()
+    }
 }
 
 /// The file names an export consists of (besides the manifest).
@@ -361,12 +441,26 @@ pub fn prepare_spanned(
     embed: &mut EmbedFn<'_>,
     dir: &Path,
 ) -> Result<(Manifest, Prepared)> {
-    let planned = planned_manifest(source, config, &embed.model_id, embed.dim)?;
+    // a dataset's own vectors are read (and checked row by row) first: their width is part of
+    // the input key
+    let external = source
+        .vectors
+        .as_ref()
+        .map(ExternalTables::read)
+        .transpose()?;
+    let planned = match &external {
+        Some(x) => planned_manifest(source, config, &declared_model(source), x.passages.dim())?,
+        None => planned_manifest(source, config, &embed.model_id, embed.dim)?,
+    };
     if identity::reusable(dir, &planned.input_key) {
         return Ok((read_manifest(dir)?, Prepared::Reused));
     }
     let raw = raw()?;
-    let built = build::build(source, raw, config, embed)?;
+    let built = build::build(source, raw, config, embed, external.as_ref())?;
+    let mut planned = planned;
+    if let Some(v) = planned.vectors.as_mut() {
+        v.absent = built.absent_vectors.clone();
+    }
     let manifest = write::write_atomically(dir, planned, &built)?;
     Ok((manifest, Prepared::Written))
 }
@@ -399,12 +493,25 @@ pub fn embed_only_spanned(
     embed: &mut EmbedFn<'_>,
     dir: &Path,
 ) -> Result<bool> {
+    if source.vectors.is_some() {
+        // the vectors come from the dataset's files: nothing to embed
+        return Ok(true);
+    }
     let planned = planned_manifest(source, config, &embed.model_id, embed.dim)?;
     if identity::reusable(dir, &planned.input_key) {
         return Ok(false);
     }
-    build::build(source, raw()?, config, embed)?;
+    build::build(source, raw()?, config, embed, None)?;
     Ok(true)
+}
+
+/// The declared model id of a dataset with its own vectors.
+fn declared_model(source: &Source) -> String {
+    source
+        .vectors
+        .as_ref()
+        .map(|v| v.model.clone())
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

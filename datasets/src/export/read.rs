@@ -156,6 +156,11 @@ pub fn load(dir: &Path) -> Result<Export> {
     let convs = cols.opt_strings("conversation_json")?;
     let labels = cols.strings("labels_json")?;
     let subs = read_f32_lists(&path, &cols, "subquery_embeddings")?;
+    let subqueries_not_brought = manifest.vectors.as_ref().is_some_and(|v| {
+        v.absent
+            .iter()
+            .any(|a| a == crate::vectors_file::VectorSet::Subqueries.key())
+    });
     let resolve = |row: usize, field: &str, id: &str| {
         index
             .get(id)
@@ -216,8 +221,11 @@ pub fn load(dir: &Path) -> Result<Export> {
         };
         let labels = serde_json::from_value(parse(row, "labels_json", &labels[row])?)
             .map_err(|e| Error::field(&path, &qids[row], "labels_json", e.to_string()))?;
+        // a dataset that brought its own vectors without sub-question vectors has none, by
+        // its manifest
         let want = decomposition
             .as_ref()
+            .filter(|_| !subqueries_not_brought)
             .map(|d: &Vec<SubQuestion>| d.len() * dim);
         let have = subs[row].as_ref().map(Vec::len);
         if want != have {

@@ -69,6 +69,7 @@ fn source() -> Source {
         files: vec![],
         extra: "x".into(),
         protocol: Protocol::PUBLISHED,
+        vectors: None,
     }
 }
 

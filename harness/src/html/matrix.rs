@@ -173,7 +173,15 @@ fn protocol(o: &ReportOptions, cells: &[&CellSummary], jobs: &[Job]) -> String {
     );
     fact(
         "embedding model",
-        distinct(cells, |c| c.inputs.model_id.clone()),
+        distinct(cells, |c| {
+            c.inputs
+                .model_id
+                .as_ref()
+                .map(|id| match &c.inputs.model_note {
+                    Some(note) => format!("{id} ({note})"),
+                    None => id.clone(),
+                })
+        }),
     );
     fact(
         "code version",

@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use hopbench_datasets::export::Export;
+use hopbench_datasets::vectors_file::VectorSet;
 
 use super::{Engine, EngineError};
 use crate::candidate::{top_k, Candidate};
@@ -26,6 +27,11 @@ impl Vectors {
     /// `MissingInputs` where `export` lacks this vector set (content-only vectors exist only
     /// where the dataset has context headers), whichever engine would search it.
     pub fn available_in(self, export: &Export) -> Result<(), LegError> {
+        if self == Vectors::ContentOnly {
+            if let Some(why) = export.vectors_not_brought(VectorSet::Content) {
+                return Err(LegError::MissingInputs(why));
+            }
+        }
         if self == Vectors::ContentOnly && export.content_embeddings.is_none() {
             return Err(LegError::MissingInputs(
                 "the dataset indexes the text alone already (protocol `text`), so there are no \
