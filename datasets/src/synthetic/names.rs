@@ -9,7 +9,8 @@
 //! another ending). No full name is a substring of another, so a name that does not occur in a
 //! question text really is absent from it, and no name is a well-known real one.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::sync::OnceLock;
 
 use super::substrings::SubstringFree;
 use super::world::Kind;
@@ -179,7 +180,12 @@ fn join(stem: &str, suffix: &str) -> String {
 }
 
 fn blocked(word_lower: &str) -> bool {
-    BLOCKED.contains(&word_lower) || BLOCKED_PARTS.iter().any(|p| word_lower.contains(p))
+    // Every drawn word is checked, so the list is looked up in a set rather than scanned.
+    static BLOCKED_SET: OnceLock<HashSet<&'static str>> = OnceLock::new();
+    BLOCKED_SET
+        .get_or_init(|| BLOCKED.iter().copied().collect())
+        .contains(word_lower)
+        || BLOCKED_PARTS.iter().any(|p| word_lower.contains(p))
 }
 
 impl Namer {
