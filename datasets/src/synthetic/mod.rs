@@ -55,7 +55,14 @@
 //!   a question and its gold passages is realistic, neither absent nor guaranteed.
 //! * Passage ids (`syn00000`, ...) are assigned after a seeded shuffle of all passages, so an id
 //!   (and the export's chunk index, on which every leg breaks ties) says nothing about kind,
-//!   role or gold-ness.
+//!   role or gold-ness. Ids have five digits, or more when a world of more than 100,000
+//!   passages needs them, so sorted id order is generation order at every size.
+//!
+//! # Scale
+//!
+//! A world of a million passages is generated in linear expected time: no step scans all
+//! entities or all names per entity (see `substrings` for the name check and `ranked` for the
+//! choice of twins), and each passage text is built once and moved into the dataset.
 //!
 //! # Determinism
 //!
