@@ -365,6 +365,24 @@ pub enum BenchCommand {
     Prepare(BenchPrepareArgs),
     /// SPEC-028 per-turn assembly time beside the conversation retrievals (median, p95).
     Assembly(AssemblyArgs),
+    /// Synthetic world generation: time and peak RSS per size, and the growth exponent.
+    Generate(BenchGenerateArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct BenchGenerateArgs {
+    /// Comma list of passage counts, e.g. `10000,100000,1000000`.
+    #[arg(long, value_delimiter = ',', required = true)]
+    pub passages: Vec<usize>,
+    /// Distractor paragraphs per entity (entities = passages / (1 + this)).
+    #[arg(long, default_value_t = 1)]
+    pub distractors_per_entity: usize,
+    /// Seed of the generated worlds (default: the default world's).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Write the results as JSON to this file.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -495,6 +513,8 @@ impl Command {
             Command::Bench(BenchCommand::Latency(a)) => a.common.overrides(),
             Command::Bench(BenchCommand::Prepare(a)) => a.common.overrides(),
             Command::Bench(BenchCommand::Assembly(a)) => a.common.overrides(),
+            // `bench generate` reads no settings: main runs it before resolving any
+            Command::Bench(BenchCommand::Generate(_)) => Overrides::default(),
             Command::Datasets(c) | Command::Legs(c) => c.overrides(),
             // `eval` reads no settings: main runs it before resolving any
             Command::Eval(a) => only(&a.campaign, &None),

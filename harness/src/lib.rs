@@ -24,6 +24,7 @@ macro_rules! out {
 }
 
 pub mod bench;
+pub mod bench_generate;
 pub mod breakdown;
 pub mod cache;
 pub mod campaign;

@@ -21,6 +21,31 @@ fn write_json<T: serde::Serialize>(path: Option<&std::path::Path>, value: &T) ->
     Ok(())
 }
 
+/// `hopbench bench generate`: needs no campaign, data or results directory.
+fn generate_command(a: &hopbench::cli::BenchGenerateArgs) -> Result<ExitCode> {
+    let seed = a
+        .seed
+        .unwrap_or_else(|| hopbench_datasets::synthetic::SyntheticConfig::default().seed);
+    let threads = std::env::var("RAYON_NUM_THREADS").unwrap_or_else(|_| "unset".into());
+    let r = hopbench::bench_generate::generate(&a.passages, a.distractors_per_entity, seed)?;
+    for t in &r.results {
+        let peak = match (t.peak_rss_mib, t.peak_reset) {
+            (Some(p), true) => format!("peak RSS {p:.0} MiB"),
+            (Some(p), false) => format!("peak RSS so far {p:.0} MiB"),
+            (None, _) => "peak RSS unknown".into(),
+        };
+        out!(
+            "{:>9} passages ({} entities, {} questions): {:.2} s, {:.1} MiB of text, {peak} (RAYON_NUM_THREADS={threads})",
+            t.passages, t.entities, t.questions, t.seconds, t.text_bytes as f64 / (1024.0 * 1024.0)
+        );
+    }
+    if let Some(k) = r.growth_exponent {
+        out!("growth exponent (log-log slope of time on passages): {k:.3}");
+    }
+    write_json(a.json.as_deref(), &r)?;
+    Ok(ExitCode::SUCCESS)
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(cli) {
@@ -35,6 +60,9 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> Result<ExitCode> {
     if let Command::Eval(a) = &cli.command {
         return eval_command(a);
+    }
+    if let Command::Bench(BenchCommand::Generate(a)) = &cli.command {
+        return generate_command(a);
     }
     let settings = Settings::resolve(&cli.command.overrides())?;
     let s = &settings;
@@ -305,6 +333,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
         }
         Command::Eval(_) => unreachable!("eval runs before any settings are resolved"),
+        Command::Bench(BenchCommand::Generate(_)) => {
+            unreachable!("bench generate runs before any settings are resolved")
+        }
         Command::Legs(_) => {
             out!("campaign: {}", s.origin);
             for (name, spec) in &campaign.legs {

@@ -55,7 +55,14 @@
 //!   a question and its gold passages is realistic, neither absent nor guaranteed.
 //! * Passage ids (`syn00000`, ...) are assigned after a seeded shuffle of all passages, so an id
 //!   (and the export's chunk index, on which every leg breaks ties) says nothing about kind,
-//!   role or gold-ness.
+//!   role or gold-ness. Ids have five digits, or more when a world of more than 100,000
+//!   passages needs them, so sorted id order is generation order at every size.
+//!
+//! # Scale
+//!
+//! A world of a million passages is generated in linear expected time: no step scans all
+//! entities or all names per entity (see `substrings` for the name check and `ranked` for the
+//! choice of twins), and each passage text is built once and moved into the dataset.
 //!
 //! # Determinism
 //!
@@ -65,7 +72,11 @@
 //! platform, and asking for more questions or more distractors does not change the world.
 
 mod names;
+#[cfg(test)]
+mod pinned;
 mod questions;
+mod ranked;
+mod substrings;
 mod text;
 mod world;
 
@@ -109,11 +120,22 @@ impl Default for SyntheticConfig {
 impl SyntheticConfig {
     /// The smallest world that still has every kind of entity and relation.
     pub const MIN_ENTITIES: usize = 40;
-    /// Most passages: ids are five digits (`syn00000`..`syn99998`), so sorted order is
-    /// generation order.
-    pub const MAX_PASSAGES: usize = 99_999;
-    /// Most questions: ids are four digits (`q0000`..`q9998`).
-    pub const MAX_QUESTIONS: usize = 9_999;
+    /// Most passages. Ids have [`SyntheticConfig::passage_id_digits`] digits, so sorted order
+    /// is generation order at any size.
+    pub const MAX_PASSAGES: usize = 1_000_000;
+    /// Most questions. Ids have [`SyntheticConfig::question_id_digits`] digits.
+    pub const MAX_QUESTIONS: usize = 100_000;
+
+    /// Digits of a passage id (`syn00000`): five, or as many as the last index needs. Every
+    /// world that fits five digits keeps the ids it always had.
+    pub fn passage_id_digits(&self) -> usize {
+        id_digits(self.passages(), 5)
+    }
+
+    /// Digits of a question id (`q0000`): four, or as many as the last index needs.
+    pub fn question_id_digits(&self) -> usize {
+        id_digits(self.questions, 4)
+    }
 
     /// Total passages this config generates: one main passage plus the distractors per entity.
     pub fn passages(&self) -> usize {
@@ -177,6 +199,13 @@ impl SyntheticConfig {
         }
         Ok(())
     }
+}
+
+/// Digits of the largest of `count` zero-based indices, at least `min`.
+fn id_digits(count: usize, min: usize) -> usize {
+    let last = count.saturating_sub(1);
+    let digits = last.checked_ilog10().map_or(1, |d| d as usize + 1);
+    digits.max(min)
 }
 
 /// Generate the dataset, or say why the config cannot be honoured ([`Error::Config`]): a value
@@ -245,14 +274,15 @@ fn build(cfg: &SyntheticConfig) -> RawDataset {
     // Ids in a seeded random order: an id says nothing about kind, role or gold-ness.
     let mut order: Vec<usize> = (0..drafts.len()).collect();
     SplitMix64::stream(cfg.seed, "order").shuffle(&mut order);
+    let width = cfg.passage_id_digits();
     let mut main_id = vec![String::new(); n];
     let mut section_seen: Vec<std::collections::BTreeMap<&str, usize>> =
         vec![Default::default(); n];
     let mut passages = Vec::with_capacity(drafts.len());
     for (i, &d) in order.iter().enumerate() {
-        let draft = &drafts[d];
+        let draft = &mut drafts[d];
         let ent = &w.entities[draft.entity];
-        let id = format!("syn{i:05}");
+        let id = format!("syn{i:0width$}");
         let base = format!("Synthetic world > {} > {}", ent.kind.section(), ent.name());
         let header = match draft.section {
             None => {
@@ -274,17 +304,21 @@ fn build(cfg: &SyntheticConfig) -> RawDataset {
             id,
             doc: Some(ent.name().to_string()),
             title: ent.name().to_string(),
-            text: draft.text.clone(),
+            // Moved, not copied: every text is held once.
+            text: std::mem::take(&mut draft.text),
             header: Some(header),
         });
     }
 
+    drop(drafts);
+
     let mut q_rng = SplitMix64::stream(cfg.seed, "questions");
     let paths = questions::choose_paths(&mut q_rng, &w, &cfg.hop_counts());
+    let q_width = cfg.question_id_digits();
     let questions = paths
         .iter()
         .enumerate()
-        .map(|(i, p)| questions::phrase(&mut q_rng, &w, p, format!("q{i:04}"), &main_id))
+        .map(|(i, p)| questions::phrase(&mut q_rng, &w, p, format!("q{i:0q_width$}"), &main_id))
         .collect();
     RawDataset {
         passages,
@@ -360,7 +394,10 @@ mod tests {
 
     #[test]
     fn ids_unique_sorted_and_well_formed() {
-        let ds = default_ds();
+        check_ids_unique_sorted_and_well_formed(&default_ds());
+    }
+
+    fn check_ids_unique_sorted_and_well_formed(ds: &RawDataset) {
         let ids: Vec<&str> = ds.passages.iter().map(|p| p.id.as_str()).collect();
         let set: BTreeSet<&str> = ids.iter().copied().collect();
         assert_eq!(set.len(), ids.len(), "duplicate passage id");
@@ -368,10 +405,16 @@ mod tests {
             ids.windows(2).all(|w| w[0] < w[1]),
             "sorted order = generation order"
         );
-        assert!(ids.iter().all(|id| id.len() == 8 && id.starts_with("syn")));
+        let width = 3 + id_digits(ids.len(), 5);
+        assert!(ids
+            .iter()
+            .all(|id| id.len() == width && id.starts_with("syn")));
         let qids: BTreeSet<&str> = ds.questions.iter().map(|q| q.id.as_str()).collect();
         assert_eq!(qids.len(), ds.questions.len());
-        assert!(qids.iter().all(|id| id.len() == 5 && id.starts_with('q')));
+        let q_width = 1 + id_digits(ds.questions.len(), 4);
+        assert!(qids
+            .iter()
+            .all(|id| id.len() == q_width && id.starts_with('q')));
     }
 
     #[test]
@@ -399,7 +442,10 @@ mod tests {
 
     #[test]
     fn gold_chain_and_decomposition_are_consistent() {
-        let ds = default_ds();
+        check_gold_chain_and_decomposition_are_consistent(&default_ds());
+    }
+
+    fn check_gold_chain_and_decomposition_are_consistent(ds: &RawDataset) {
         let ids: BTreeSet<&str> = ds.passages.iter().map(|p| p.id.as_str()).collect();
         for q in &ds.questions {
             let hops: usize = q.labels["hops"][..1].parse().unwrap();
@@ -429,7 +475,10 @@ mod tests {
 
     #[test]
     fn each_hop_passage_states_its_hop() {
-        let ds = default_ds();
+        check_each_hop_passage_states_its_hop(&default_ds());
+    }
+
+    fn check_each_hop_passage_states_its_hop(ds: &RawDataset) {
         let by_id: std::collections::BTreeMap<&str, &Passage> =
             ds.passages.iter().map(|p| (p.id.as_str(), p)).collect();
         for q in &ds.questions {
@@ -453,7 +502,10 @@ mod tests {
 
     #[test]
     fn bridges_and_answers_are_not_named_in_the_question() {
-        let ds = default_ds();
+        check_bridges_and_answers_are_not_named_in_the_question(&default_ds());
+    }
+
+    fn check_bridges_and_answers_are_not_named_in_the_question(ds: &RawDataset) {
         for q in &ds.questions {
             for sq in q.decomposition.as_ref().unwrap() {
                 assert!(
@@ -469,8 +521,11 @@ mod tests {
 
     #[test]
     fn answers_are_unique_in_the_world() {
-        // Titles (entity names) are unique per entity, and each hop's answer is a title.
-        let ds = default_ds();
+        check_answers_are_unique_in_the_world(&default_ds());
+    }
+
+    // Titles (entity names) are unique per entity, and each hop's answer is a title.
+    fn check_answers_are_unique_in_the_world(ds: &RawDataset) {
         let titles: BTreeSet<&str> = ds.passages.iter().map(|p| p.title.as_str()).collect();
         for q in &ds.questions {
             for sq in q.decomposition.as_ref().unwrap() {
@@ -515,8 +570,13 @@ mod tests {
                 ..d.clone()
             },
             SyntheticConfig {
-                entities: 60_000,
+                entities: 500_001,
                 distractors_per_entity: 1,
+                ..d.clone()
+            },
+            SyntheticConfig {
+                entities: 250_001,
+                questions: 100_001,
                 ..d.clone()
             },
         ] {
@@ -525,6 +585,104 @@ mod tests {
                 "{bad:?}"
             );
         }
+    }
+
+    #[test]
+    fn limit_errors_name_the_field() {
+        let message = |cfg: SyntheticConfig| match cfg.validate() {
+            Err(Error::Config { message, .. }) => message,
+            other => panic!("{cfg:?}: {other:?}"),
+        };
+        let d = SyntheticConfig::default();
+        let m = message(SyntheticConfig {
+            entities: 400_000,
+            distractors_per_entity: 2,
+            ..d.clone()
+        });
+        assert!(
+            m.contains("distractors_per_entity") && m.contains("1000000"),
+            "{m}"
+        );
+        let m = message(SyntheticConfig {
+            entities: 300_000,
+            questions: 100_001,
+            ..d.clone()
+        });
+        assert!(
+            m.contains("questions = 100001") && m.contains("100000"),
+            "{m}"
+        );
+        let most = SyntheticConfig {
+            entities: 500_000,
+            questions: 100_000,
+            ..d
+        };
+        assert!(most.validate().is_ok(), "the largest world is valid");
+    }
+
+    #[test]
+    fn id_widths_grow_only_past_the_old_limits() {
+        assert_eq!(id_digits(0, 5), 5);
+        assert_eq!(id_digits(320, 5), 5);
+        assert_eq!(
+            id_digits(100_000, 5),
+            5,
+            "syn99999 is the last five-digit id"
+        );
+        assert_eq!(id_digits(100_001, 5), 6);
+        assert_eq!(id_digits(1_000_000, 5), 6);
+        assert_eq!(id_digits(1_000_001, 5), 7);
+        assert_eq!(id_digits(10_000, 4), 4);
+        assert_eq!(id_digits(10_001, 4), 5);
+        assert_eq!(id_digits(100_000, 4), 5);
+    }
+
+    /// A world past both old limits (99,999 passages, 9,999 questions): six-digit passage ids
+    /// and five-digit question ids, still unique and in generation order, and every invariant
+    /// of the default world still holds.
+    #[test]
+    fn a_world_past_the_old_limits_widens_its_ids() {
+        let cfg = SyntheticConfig {
+            seed: 3,
+            entities: 34_000,
+            questions: 10_001,
+            distractors_per_entity: 2,
+            ..SyntheticConfig::default()
+        };
+        let ds = try_generate(&cfg).unwrap();
+        assert_eq!(ds.passages.len(), 102_000);
+        assert_eq!(ds.questions.len(), 10_001);
+        assert_eq!(ds.passages[0].id, "syn000000");
+        assert_eq!(ds.passages[101_999].id, "syn101999");
+        assert_eq!(ds.questions[10_000].id, "q10000");
+        check_ids_unique_sorted_and_well_formed(&ds);
+        check_gold_chain_and_decomposition_are_consistent(&ds);
+        check_each_hop_passage_states_its_hop(&ds);
+        check_bridges_and_answers_are_not_named_in_the_question(&ds);
+        check_answers_are_unique_in_the_world(&ds);
+        let titles: BTreeSet<&str> = ds.passages.iter().map(|p| p.title.as_str()).collect();
+        assert_eq!(titles.len(), cfg.entities, "one unique name per entity");
+    }
+
+    /// The largest world: `cargo test --release -p hopbench-datasets --lib
+    /// synthetic::tests::a_million_passages -- --ignored` (timings: `hopbench bench generate`).
+    #[test]
+    #[ignore = "a million passages: run in release"]
+    fn a_million_passages() {
+        let cfg = SyntheticConfig {
+            entities: 500_000,
+            questions: 100_000,
+            ..SyntheticConfig::default()
+        };
+        let ds = try_generate(&cfg).unwrap();
+        assert_eq!(ds.passages.len(), 1_000_000);
+        assert_eq!(ds.passages[999_999].id, "syn999999");
+        assert_eq!(ds.questions[99_999].id, "q99999");
+        check_ids_unique_sorted_and_well_formed(&ds);
+        check_gold_chain_and_decomposition_are_consistent(&ds);
+        check_each_hop_passage_states_its_hop(&ds);
+        check_bridges_and_answers_are_not_named_in_the_question(&ds);
+        check_answers_are_unique_in_the_world(&ds);
     }
 
     #[test]

@@ -9,8 +9,10 @@
 //! another ending). No full name is a substring of another, so a name that does not occur in a
 //! question text really is absent from it, and no name is a well-known real one.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::sync::OnceLock;
 
+use super::substrings::SubstringFree;
 use super::world::Kind;
 use crate::rng::SplitMix64;
 
@@ -125,11 +127,24 @@ pub(crate) struct Named {
     words: Vec<String>,
 }
 
+/// Failed draws in a row after which a root class counts as exhausted and is widened.
+///
+/// Far above what a class with room left needs (a few draws, a few dozen near the end), so a
+/// world whose classes never run out is named exactly as before widening existed.
+const WIDEN_AFTER: usize = 2000;
+
+/// A root class: syllable and letter ranges, as `fresh_root` is asked for them.
+type RootClass = (usize, usize, usize, usize);
+
 /// Hands out unique roots and unique, substring-free names.
 #[derive(Debug, Default)]
 pub(crate) struct Namer {
     roots: BTreeSet<String>,
-    names_lower: Vec<String>,
+    names: SubstringFree,
+    /// How often each root class has been widened (absent: never). A widened class draws up to
+    /// one more syllable and three more letters per level: new roots only once the old space is
+    /// used up, so the names of a small world do not depend on the size of the inventory.
+    widened: BTreeMap<RootClass, usize>,
 }
 
 fn capitalise(s: &str) -> String {
@@ -165,7 +180,12 @@ fn join(stem: &str, suffix: &str) -> String {
 }
 
 fn blocked(word_lower: &str) -> bool {
-    BLOCKED.contains(&word_lower) || BLOCKED_PARTS.iter().any(|p| word_lower.contains(p))
+    // Every drawn word is checked, so the list is looked up in a set rather than scanned.
+    static BLOCKED_SET: OnceLock<HashSet<&'static str>> = OnceLock::new();
+    BLOCKED_SET
+        .get_or_init(|| BLOCKED.iter().copied().collect())
+        .contains(word_lower)
+        || BLOCKED_PARTS.iter().any(|p| word_lower.contains(p))
 }
 
 impl Namer {
@@ -201,37 +221,53 @@ impl Namer {
         w
     }
 
-    /// A fresh root of `syl` syllables and `len` letters, never handed out before.
+    /// A fresh root of `syl` syllables and `len` letters, never handed out before, and the
+    /// widening level it was drawn at (0 while the class has room; see [`WIDEN_AFTER`]).
     fn fresh_root(
         &mut self,
         rng: &mut SplitMix64,
         syl: std::ops::RangeInclusive<usize>,
         len: std::ops::RangeInclusive<usize>,
-    ) -> String {
+    ) -> (String, usize) {
+        let class = (*syl.start(), *syl.end(), *len.start(), *len.end());
+        let mut level = self.widened.get(&class).copied().unwrap_or(0);
+        let mut failed = 0;
         loop {
-            let n = syl.start() + rng.below(syl.end() - syl.start() + 1);
+            let (syl_hi, len_hi) = (syl.end() + level, len.end() + 3 * level);
+            let n = syl.start() + rng.below(syl_hi - syl.start() + 1);
             let w = Self::raw_word(rng, n);
-            if len.contains(&w.len()) && !blocked(&w) && !self.roots.contains(&w) {
+            if (*len.start()..=len_hi).contains(&w.len())
+                && !blocked(&w)
+                && !self.roots.contains(&w)
+            {
                 self.roots.insert(w.clone());
-                return w;
+                return (w, level);
+            }
+            failed += 1;
+            if failed == WIDEN_AFTER {
+                level += 1;
+                self.widened.insert(class, level);
+                failed = 0;
             }
         }
     }
 
+    /// How many times a root class ran out and was widened.
+    #[cfg(test)]
+    pub(crate) fn widenings(&self) -> usize {
+        self.widened.values().sum()
+    }
+
     /// Whether `name` may be taken: not blocked, not taken, no substring relation to a taken one.
     fn acceptable(&self, named: &Named) -> bool {
-        let lower = named.name.to_lowercase();
         if named.words.iter().any(|w| blocked(w)) {
             return false;
         }
-        !self
-            .names_lower
-            .iter()
-            .any(|n| n.contains(&lower) || lower.contains(n.as_str()))
+        !self.names.conflicts(&named.name.to_lowercase())
     }
 
     fn take(&mut self, named: Named) -> Named {
-        self.names_lower.push(named.name.to_lowercase());
+        self.names.insert(named.name.to_lowercase());
         named
     }
 
@@ -257,10 +293,11 @@ impl Namer {
     fn person(&mut self, rng: &mut SplitMix64, surname_root: String, surname: String) -> Named {
         let female = rng.chance(50);
         let first = loop {
-            let stem = self.fresh_root(rng, 1..=2, 2..=5);
+            let (stem, level) = self.fresh_root(rng, 1..=2, 2..=5);
             let ending = rng.pick(if female { FEMALE_ENDINGS } else { MALE_ENDINGS });
             let first = join(&stem, ending);
-            if first.len() <= 8 {
+            // A widened stem may be longer, and so may the first name built on it.
+            if first.len() <= 8 + 3 * level {
                 break capitalise(&first);
             }
         };
@@ -277,20 +314,20 @@ impl Namer {
         match kind {
             Kind::Person => {
                 let surname = if rng.chance(70) {
-                    let stem = self.fresh_root(rng, 1..=1, 2..=4);
+                    let (stem, _) = self.fresh_root(rng, 1..=1, 2..=4);
                     capitalise(&join(&stem, rng.pick(SURNAME_ENDINGS)))
                 } else {
-                    capitalise(&self.fresh_root(rng, 2..=2, 5..=8))
+                    capitalise(&self.fresh_root(rng, 2..=2, 5..=8).0)
                 };
                 let root = surname.to_lowercase();
                 self.person(rng, root, surname)
             }
             Kind::Country | Kind::City => {
-                let root = self.fresh_root(rng, 1..=2, 3..=6);
+                let (root, _) = self.fresh_root(rng, 1..=2, 3..=6);
                 self.dress(rng, kind, &root)
             }
             _ => {
-                let root = self.fresh_root(rng, 2..=2, 4..=7);
+                let (root, _) = self.fresh_root(rng, 2..=2, 4..=7);
                 self.dress(rng, kind, &root)
             }
         }

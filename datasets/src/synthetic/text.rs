@@ -299,7 +299,7 @@ fn short_ref(rng: &mut SplitMix64, w: &World, e: usize) -> String {
 /// passages stay coherent: a film's director is a film director, an ensemble member a musician.
 fn profession(w: &World, p: usize) -> String {
     let e = &w.entities[p];
-    let is = |rel: Rel| w.facts.iter().any(|f| f.obj == p && f.rel == rel);
+    let is = |rel: Rel| w.subjects(p, rel).next().is_some();
     let musician = [
         "cellist",
         "violinist",
@@ -720,15 +720,34 @@ struct Filler<'a> {
 }
 
 impl Filler<'_> {
-    fn entity_of(&mut self, rng: &mut SplitMix64, kinds: &[Kind]) -> Option<String> {
-        let pool: Vec<usize> = (0..self.w.entities.len())
-            .filter(|&i| kinds.contains(&self.w.entities[i].kind))
-            .filter(|i| !self.exclude.contains(i) && !self.used.contains(i))
+    /// A uniformly drawn entity of `kind` that is neither excluded nor used yet.
+    ///
+    /// The draw is the r-th admissible entity in ascending order, as a pick from the filtered
+    /// list of the kind would be; the list itself is never built, since the entities of a kind
+    /// are one range and only the few excluded and used ones have to be skipped.
+    fn entity_of(&mut self, rng: &mut SplitMix64, kind: Kind) -> Option<String> {
+        let range = self.w.kind_range(kind);
+        let mut skip: Vec<usize> = self
+            .exclude
+            .iter()
+            .chain(&self.used)
+            .copied()
+            .filter(|i| range.contains(i))
             .collect();
-        if pool.is_empty() {
+        skip.sort_unstable();
+        skip.dedup();
+        let admissible = range.len() - skip.len();
+        if admissible == 0 {
             return None;
         }
-        let x = rng.pick(&pool);
+        let mut x = range.start + rng.below(admissible);
+        for &s in &skip {
+            if s <= x {
+                x += 1;
+            } else {
+                break;
+            }
+        }
         self.used.push(x);
         Some(self.w.entities[x].name().to_string())
     }
@@ -750,24 +769,27 @@ impl Filler<'_> {
             }
             "y" | "y2" => Some(later_year(rng, ent.year, 5, 40).to_string()),
             "decade" => Some(format!("{}s", later_year(rng, ent.year, 10, 30) / 10 * 10)),
-            "city" | "city2" => self.entity_of(rng, &[Kind::City]),
-            "person" | "person2" => self.entity_of(rng, &[Kind::Person]),
-            "country" | "country2" => self.entity_of(rng, &[Kind::Country]),
-            "univ" => self.entity_of(rng, &[Kind::University]),
-            "ensemble" => self.entity_of(rng, &[Kind::Ensemble]),
-            "company" | "company2" => self.entity_of(rng, &[Kind::Company]),
-            "studio" => self.entity_of(rng, &[Kind::Studio]),
-            "publisher" => self.entity_of(rng, &[Kind::Publisher]),
+            "city" | "city2" => self.entity_of(rng, Kind::City),
+            "person" | "person2" => self.entity_of(rng, Kind::Person),
+            "country" | "country2" => self.entity_of(rng, Kind::Country),
+            "univ" => self.entity_of(rng, Kind::University),
+            "ensemble" => self.entity_of(rng, Kind::Ensemble),
+            "company" | "company2" => self.entity_of(rng, Kind::Company),
+            "studio" => self.entity_of(rng, Kind::Studio),
+            "publisher" => self.entity_of(rng, Kind::Publisher),
             "peer" => {
                 let k = ent.kind;
-                self.entity_of(rng, &[k])
+                self.entity_of(rng, k)
             }
             "own_city" => {
-                let own: Vec<usize> = (0..self.w.entities.len())
-                    .filter(|&c| self.w.entities[c].kind == Kind::City)
-                    .filter(|&c| self.w.object(c, Rel::LocatedIn) == Some(self.e))
+                let mut own: Vec<usize> = self
+                    .w
+                    .subjects(self.e, Rel::LocatedIn)
                     .filter(|c| !self.exclude.contains(c))
                     .collect();
+                // Ascending, as a scan of all entities would list them.
+                own.sort_unstable();
+                own.dedup();
                 if own.is_empty() {
                     None
                 } else {
@@ -799,15 +821,11 @@ impl Filler<'_> {
 /// The body of distractor paragraph number `k` (0-based) of entity `e`: same document, on topic,
 /// full of near misses, and stating no fact of the world.
 pub(crate) fn distractor_text(rng: &mut SplitMix64, w: &World, e: usize, k: usize) -> String {
+    // Only membership matters, so the indexes by subject and object give the same set as a
+    // scan of every fact.
     let mut exclude: Vec<usize> = vec![e];
-    for f in &w.facts {
-        if f.subj == e {
-            exclude.push(f.obj);
-        }
-        if f.obj == e {
-            exclude.push(f.subj);
-        }
-    }
+    exclude.extend(w.by_subject[e].iter().map(|&f| w.facts[f].obj));
+    exclude.extend(w.by_object[e].iter().map(|&f| w.facts[f].subj));
     let mut filler = Filler {
         w,
         e,

@@ -6,9 +6,11 @@
 //! question: following it from a named start entity reaches exactly one answer, and each hop is
 //! supported by exactly one passage.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, VecDeque};
+use std::ops::Range;
 
 use super::names::{Named, Namer};
+use super::ranked::RankedSet;
 use crate::rng::SplitMix64;
 
 /// Entity kinds. The order is the generation order.
@@ -215,14 +217,37 @@ pub(crate) struct World {
     pub(crate) facts: Vec<Fact>,
     /// Fact indices by subject, in insertion order.
     pub(crate) by_subject: Vec<Vec<usize>>,
+    /// Fact indices by object, in insertion order.
+    pub(crate) by_object: Vec<Vec<usize>>,
+    /// The entities of each kind: kinds are generated one after another, so each is a range.
+    kind_ranges: Vec<(Kind, Range<usize>)>,
+    /// How many times the name inventory ran out for a root class and was widened.
+    #[cfg(test)]
+    pub(crate) name_widenings: usize,
 }
 
 impl World {
+    /// The entity indices of one kind, in generation order.
+    pub(crate) fn kind_range(&self, kind: Kind) -> Range<usize> {
+        self.kind_ranges
+            .iter()
+            .find(|(k, _)| *k == kind)
+            .map(|(_, r)| r.clone())
+            .expect("every kind has a range")
+    }
+
     /// Entity indices of one kind, in generation order.
     pub(crate) fn of_kind(&self, kind: Kind) -> Vec<usize> {
-        (0..self.entities.len())
-            .filter(|&i| self.entities[i].kind == kind)
-            .collect()
+        self.kind_range(kind).collect()
+    }
+
+    /// Subjects of the facts `(subject, rel, obj)`, in insertion order.
+    pub(crate) fn subjects(&self, obj: usize, rel: Rel) -> impl Iterator<Item = usize> + '_ {
+        self.by_object[obj]
+            .iter()
+            .map(|&f| self.facts[f])
+            .filter(move |f| f.rel == rel)
+            .map(|f| f.subj)
     }
 
     /// Every object of `(subj, rel)`.
@@ -254,6 +279,7 @@ impl World {
     fn add(&mut self, subj: usize, rel: Rel, obj: usize) {
         debug_assert!(self.object(subj, rel).is_none(), "relations are functional");
         self.by_subject[subj].push(self.facts.len());
+        self.by_object[obj].push(self.facts.len());
         self.facts.push(Fact { subj, rel, obj });
     }
 }
@@ -294,22 +320,19 @@ pub(crate) fn build(seed: u64, n_entities: usize, confusable_percent: u32) -> Wo
     let mut namer = Namer::default();
 
     // Entities, kind by kind; a share of them are confusable twins of an earlier same-kind one.
-    let mut entities: Vec<Entity> = Vec::new();
+    let mut entities: Vec<Entity> = Vec::with_capacity(n_entities);
+    let mut kind_ranges = Vec::with_capacity(Kind::ALL.len());
     for (kind, count) in kind_counts(n_entities) {
         let first = entities.len();
+        // Earlier entities of this kind that are neither a twin nor twinned, by position in
+        // the kind: a draw of rank r is the r-th of them in ascending order.
+        let mut free = RankedSet::new(count);
         for i in 0..count {
             let twin_of = if i >= 1 && names_rng.chance(confusable_percent) {
-                // Twin an earlier entity of this kind that is not already a twin (or twinned).
-                let candidates: Vec<usize> = (first..entities.len())
-                    .filter(|&j| {
-                        entities[j].twin_of.is_none()
-                            && !entities.iter().any(|e| e.twin_of == Some(j))
-                    })
-                    .collect();
-                if candidates.is_empty() {
+                if free.len() == 0 {
                     None
                 } else {
-                    Some(names_rng.pick(&candidates))
+                    Some(first + free.nth(names_rng.below(free.len())))
                 }
             } else {
                 None
@@ -320,6 +343,10 @@ pub(crate) fn build(seed: u64, n_entities: usize, confusable_percent: u32) -> Wo
                 let r = &entities[j].named.roots;
                 named.roots.iter().any(|x| r.contains(x))
             });
+            match twin_of {
+                Some(j) => free.remove(j - first),
+                None => free.insert(i),
+            }
             entities.push(Entity {
                 kind,
                 named,
@@ -329,12 +356,17 @@ pub(crate) fn build(seed: u64, n_entities: usize, confusable_percent: u32) -> Wo
                 number: 0,
             });
         }
+        kind_ranges.push((kind, first..entities.len()));
     }
     let n = entities.len();
     let mut w = World {
         entities,
         facts: Vec::new(),
         by_subject: vec![Vec::new(); n],
+        by_object: vec![Vec::new(); n],
+        kind_ranges,
+        #[cfg(test)]
+        name_widenings: namer.widenings(),
     };
 
     let countries = w.of_kind(Kind::Country);
@@ -385,13 +417,12 @@ pub(crate) fn build(seed: u64, n_entities: usize, confusable_percent: u32) -> Wo
         next_official += 1;
         p
     };
+    let mut own_cities: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for &c in &cities {
+        own_cities[city_country[c]].push(c);
+    }
     for &k in &countries {
-        let own: Vec<usize> = cities
-            .iter()
-            .copied()
-            .filter(|&c| city_country[c] == k)
-            .collect();
-        let capital = rng.pick(&own);
+        let capital = rng.pick(&own_cities[k]);
         w.add(k, Rel::Capital, capital);
         let leader = official(&mut rng);
         w.add(k, Rel::HeadOfState, leader);
@@ -410,16 +441,19 @@ pub(crate) fn build(seed: u64, n_entities: usize, confusable_percent: u32) -> Wo
     }
     let mut singles = persons.clone();
     rng.shuffle(&mut singles);
+    // Partners are taken from the front and people pop from the back: a deque keeps both ends
+    // cheap and the order unchanged.
+    let mut singles = VecDeque::from(singles);
     let pairs = persons.len() * 15 / 100;
     let mut married: BTreeSet<usize> = BTreeSet::new();
     for _ in 0..pairs {
-        let Some(a) = singles.pop() else { break };
+        let Some(a) = singles.pop_back() else { break };
         let a_surname = w.entities[a].named.roots[1].clone();
         if let Some(pos) = singles
             .iter()
             .position(|&b| w.entities[b].named.roots[1] != a_surname)
         {
-            let b = singles.remove(pos);
+            let b = singles.remove(pos).expect("a position found in the deque");
             w.add(a, Rel::SpouseOf, b);
             married.insert(a);
             married.insert(b);
