@@ -113,6 +113,22 @@ impl Vectors {
     }
 }
 
+/// `legs` on the built-in `synthetic` dataset, with the built-in embedder, into `results/`.
+fn builtin_run(legs: &str) -> Vec<&str> {
+    vec![
+        "run-matrix",
+        "--threads",
+        "2",
+        "--quiet",
+        "--no-curves",
+        "--no-report",
+        "--datasets",
+        "synthetic",
+        "--legs",
+        legs,
+    ]
+}
+
 fn run_matrix<'a>(results: &'a str, legs: &'a str) -> Vec<&'a str> {
     vec![
         "run-matrix",
@@ -149,18 +165,7 @@ fn the_built_in_vectors_brought_back_give_the_built_in_rankings_without_the_mode
     campaign(&env, "");
     let v = export_builtin(&env);
     // the built-in cell, then `mine` in a results directory of its own with no model at all
-    env.ok(&[
-        "run-matrix",
-        "--threads",
-        "2",
-        "--quiet",
-        "--no-curves",
-        "--no-report",
-        "--datasets",
-        "synthetic",
-        "--legs",
-        "dense",
-    ]);
+    env.ok(&builtin_run("dense"));
     env.ok(&run_matrix("r2", "dense,dense_content_only,cdr_task"));
     let runs = |r: &str, d: &str| {
         std::fs::read_to_string(env.results(r).join(format!("runs/{d}/dense.trec"))).unwrap()
@@ -200,18 +205,7 @@ fn the_built_in_vectors_brought_back_give_the_built_in_rankings_without_the_mode
 
     // the content-only set in the export's own layout: the content-only leg ranks as built in
     campaign(&env, "      content: v/corpus.parquet\n");
-    env.ok(&[
-        "run-matrix",
-        "--threads",
-        "2",
-        "--quiet",
-        "--no-curves",
-        "--no-report",
-        "--datasets",
-        "synthetic",
-        "--legs",
-        "dense_content_only",
-    ]);
+    env.ok(&builtin_run("dense_content_only"));
     env.ok(&run_matrix("r2", "dense_content_only"));
     let content = |r: &str, d: &str| {
         std::fs::read_to_string(
