@@ -46,7 +46,7 @@ pub mod metrics;
 #[cfg(feature = "qdrant")]
 pub mod parity;
 #[cfg(feature = "qdrant")]
-mod parity_plot;
+pub mod parity_plot;
 pub mod plot;
 pub mod progress;
 pub mod protocol;

@@ -40,7 +40,13 @@ fn serving_parity(
     )?;
     out!("{}", hopbench::parity::markdown(&p).trim_end());
     let dir = a.out.clone().unwrap_or_else(|| s.results.join("parity"));
-    for path in hopbench::parity::write(&dir, &p)? {
+    let mut paths = hopbench::parity::write(&dir, &p)?;
+    paths.extend(hopbench::parity_plot::write(
+        &dir,
+        &hopbench::parity::stem(&p),
+        &p,
+    )?);
+    for path in paths {
         eprintln!("wrote {}", path.display());
     }
     Ok(())

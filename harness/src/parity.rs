@@ -373,6 +373,11 @@ pub fn run(
     })
 }
 
+/// The file stem of a check's files: `parity-<dataset>-<leg>`.
+pub fn stem(p: &Parity) -> String {
+    format!("parity-{}-{}", p.dataset, p.leg)
+}
+
 fn ci(c: Option<[f64; 2]>) -> String {
     c.map_or_else(String::new, |[lo, hi]| format!(" [{lo:+.4}, {hi:+.4}]"))
 }
@@ -450,11 +455,11 @@ pub fn markdown(p: &Parity) -> String {
     s
 }
 
-/// Writes `parity.json`, `parity.md` and `parity.svg` / `parity.png` (ANN recall@10 and
-/// latency against `hnsw_ef`) into `out`; returns the paths.
+/// Writes `parity-<dataset>-<leg>.json` and `.md` into `out`; returns the paths (the plot is
+/// [`crate::parity_plot::write`]'s).
 pub fn write(out: &Path, p: &Parity) -> Result<Vec<std::path::PathBuf>> {
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
-    let stem = format!("parity-{}-{}", p.dataset, p.leg);
+    let stem = stem(p);
     let json = out.join(format!("{stem}.json"));
     let md = out.join(format!("{stem}.md"));
     crate::fsx::write_atomic(
@@ -462,7 +467,5 @@ pub fn write(out: &Path, p: &Parity) -> Result<Vec<std::path::PathBuf>> {
         (serde_json::to_string_pretty(p).expect("serialisable") + "\n").as_bytes(),
     )?;
     crate::fsx::write_atomic(&md, markdown(p).as_bytes())?;
-    let mut paths = vec![json, md];
-    paths.extend(crate::parity_plot::write(out, &stem, p)?);
-    Ok(paths)
+    Ok(vec![json, md])
 }
