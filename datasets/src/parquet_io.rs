@@ -73,7 +73,16 @@ fn guarded<T>(path: &Path, f: impl FnOnce() -> Result<T>) -> Result<T> {
 }
 
 fn read_unguarded(path: &Path) -> Result<RecordBatch> {
-    let reader = batch_reader(path)?;
+    // one batch of every row: an export file is read whole (a million-chunk corpus's similarity
+    // graph has some 10^7 edges)
+    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let builder = ParquetRecordBatchReaderBuilder::try_new(file)
+        .map_err(|e| Error::malformed(path, "parquet", e))?;
+    let rows = builder.metadata().file_metadata().num_rows().max(1) as usize;
+    let reader = builder
+        .with_batch_size(rows)
+        .build()
+        .map_err(|e| Error::malformed(path, "parquet", e))?;
     let schema = reader.schema();
     let mut batches = Vec::new();
     for b in reader {
@@ -121,7 +130,7 @@ fn arrow_select_concat(
         _ => Err(Error::malformed(
             path,
             "parquet",
-            "more than 2^20 rows in one export file",
+            "the file's row count is not what its metadata says",
         )),
     }
 }
@@ -395,4 +404,23 @@ pub fn u32_lists(rows: &[Vec<u32>]) -> ArrayRef {
         b.append(true);
     }
     Arc::new(b.finish())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_export_file_longer_than_one_reader_batch_reads_whole() {
+        // 2^20 + 3 rows: more than the streaming reader's batch, as a large corpus's files are
+        let n = (1u32 << 20) + 3;
+        let values: Vec<u32> = (0..n).collect();
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("big.parquet");
+        write(&path, vec![("a", u32s(&values))]).unwrap();
+        let table = Table::read(&path).unwrap();
+        let got = table.columns().u32s("a").unwrap();
+        assert_eq!(got.len(), n as usize);
+        assert_eq!(got[n as usize - 1], n - 1);
+    }
 }

@@ -47,10 +47,11 @@ pub struct LegLatency {
     pub top: BTreeMap<String, Vec<String>>,
 }
 
-/// Runs the latency benchmark for `legs` on a loaded export. With `queries_from`, the queries
-/// (texts and vectors, same model required) come from another export: a large corpus with few
-/// questions (2wiki-corpus: 6,119 passages, 2 questions) can then be timed with many real
-/// queries. Gold is irrelevant to latency and left empty (oracle legs are then meaningless).
+/// Runs the latency benchmark for `legs` on a loaded export, over its first `limit` queries
+/// (all with `None`). With `queries_from`, the queries (texts and vectors, same model required)
+/// come from another export: a large corpus with few questions (2wiki-corpus: 6,119 passages,
+/// 2 questions) can then be timed with many real queries. Gold is irrelevant to latency and
+/// left empty (oracle legs are then meaningless).
 #[allow(clippy::too_many_arguments)]
 pub fn latency(
     campaign: &Campaign,
@@ -60,6 +61,7 @@ pub fn latency(
     legs: &[String],
     repeat: usize,
     top: usize,
+    limit: Option<usize>,
     data: &DataSettings,
 ) -> Result<Vec<LegLatency>> {
     let source = queries_from.unwrap_or(export);
@@ -91,7 +93,7 @@ pub fn latency(
                 continue;
             }
         };
-        let n = source.queries.len();
+        let n = limit.map_or(source.queries.len(), |l| l.min(source.queries.len()));
         let mut tops = BTreeMap::new();
         for q in 0..n {
             let input = input(q);

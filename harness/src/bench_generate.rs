@@ -9,6 +9,7 @@
 use std::time::Instant;
 
 use anyhow::{bail, Result};
+use hopbench_datasets::stages::{peak_rss_mib, reset_peak_rss};
 use hopbench_datasets::synthetic::{self, SyntheticConfig};
 use serde::Serialize;
 
@@ -52,19 +53,6 @@ pub fn config_for(passages: usize, distractors_per_entity: usize, seed: u64) -> 
         distractors_per_entity,
         ..SyntheticConfig::default()
     }
-}
-
-/// Peak resident set of this process so far, MiB.
-fn peak_rss_mib() -> Option<f64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib / 1024.0)
-}
-
-/// Reset the peak resident set to the current one (Linux: "5" to `/proc/self/clear_refs`).
-fn reset_peak_rss() -> bool {
-    std::fs::write("/proc/self/clear_refs", "5").is_ok()
 }
 
 /// Least-squares slope of `ln y` on `ln x`.

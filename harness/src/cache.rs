@@ -72,6 +72,66 @@ pub fn engine_files(config: &serde_json::Value) -> std::collections::BTreeMap<St
     out
 }
 
+/// The indexes the embedded engines of a leg config (`engine: qdrant`, at any depth) search over
+/// `export`, each by its cache directory's name: the probe digest its manifest records (what
+/// identifies one random HNSW graph among the builds of the same vectors), or `not built`.
+/// With the digest in the cell key, a rebuilt shard recomputes the cells that used the old one.
+/// (Read from the manifest, not verified: the shard is verified when a leg opens it.)
+#[cfg(feature = "qdrant")]
+pub fn engine_shards(
+    config: &serde_json::Value,
+    export: &hopbench_datasets::export::Export,
+) -> std::collections::BTreeMap<String, String> {
+    use hopbench_datasets::hnsw::{ShardManifest, MANIFEST};
+    use hopbench_legs::engine::{QdrantSpec, Vectors};
+    use serde_json::Value;
+    let vectors = match config.get("kind").and_then(Value::as_str) {
+        Some("dense_content_only") => Vectors::ContentOnly,
+        _ => Vectors::Full,
+    };
+    fn walk(v: &Value, found: &mut Vec<QdrantSpec>) {
+        match v {
+            Value::Object(m) => {
+                if m.get("engine").and_then(Value::as_str) == Some("qdrant") {
+                    let mut rest = m.clone();
+                    rest.remove("engine");
+                    if let Ok(spec) = QdrantSpec::read(rest) {
+                        found.push(spec);
+                    }
+                }
+                m.values().for_each(|x| walk(x, found));
+            }
+            Value::Array(a) => a.iter().for_each(|x| walk(x, found)),
+            _ => {}
+        }
+    }
+    let mut found = Vec::new();
+    walk(config, &mut found);
+    found
+        .into_iter()
+        .map(|spec| {
+            let dir = hopbench_legs::engine::qdrant::shard_dir(export, vectors, spec.build);
+            let probe = std::fs::read(dir.join(MANIFEST))
+                .ok()
+                .and_then(|b| serde_json::from_slice::<ShardManifest>(&b).ok())
+                .map_or_else(|| "not built".to_string(), |m| m.probe);
+            let name = dir
+                .file_name()
+                .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+            (name, probe)
+        })
+        .collect()
+}
+
+/// Without the `qdrant` feature no leg can name an embedded engine.
+#[cfg(not(feature = "qdrant"))]
+pub fn engine_shards(
+    _config: &serde_json::Value,
+    _export: &hopbench_datasets::export::Export,
+) -> std::collections::BTreeMap<String, String> {
+    std::collections::BTreeMap::new()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -49,6 +49,10 @@ pub enum Command {
     Datasets(CommonArgs),
     /// List the campaign's legs with their resolved parameters.
     Legs(CommonArgs),
+    /// Serve a leg's dense side through Qdrant's HNSW at several `hnsw_ef` and measure what
+    /// changes against the exact engine: ANN recall@10, gate agreement, paired metric
+    /// differences with CIs, latency (needs the `qdrant` build feature).
+    ServingParity(ParityArgs),
     /// Score a run file (TREC, JSON or parquet) against TREC qrels with hopbench's metrics,
     /// mean and 95% CI per metric (no campaign, export or model needed).
     Eval(EvalArgs),
@@ -357,6 +361,37 @@ pub struct PlotArgs {
     pub campaign: Option<PathBuf>,
 }
 
+/// `hopbench serving-parity`'s arguments.
+#[derive(Args, Debug)]
+pub struct ParityArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// The dataset.
+    #[arg(long)]
+    pub dataset: String,
+    /// The campaign leg whose dense side is served (it must have one).
+    #[arg(long, default_value = "graph_rescue")]
+    pub leg: String,
+    /// Comma list of search beam widths.
+    #[arg(long, value_delimiter = ',', default_value = "16,64,128,512")]
+    pub hnsw_ef: Vec<usize>,
+    /// HNSW links per node.
+    #[arg(long, default_value_t = 16)]
+    pub m: usize,
+    /// HNSW build beam width.
+    #[arg(long, default_value_t = 100)]
+    pub ef_construct: usize,
+    /// Vectors and graph memory-mapped from disk.
+    #[arg(long)]
+    pub on_disk: bool,
+    /// Timed passes over the queries per path (after the pass whose results are compared).
+    #[arg(long, default_value_t = 5)]
+    pub repeat: usize,
+    /// Write parity-<dataset>-<leg>.{json,md,png,svg} here (default: <results>/parity).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
 #[derive(Subcommand, Debug)]
 pub enum BenchCommand {
     /// Per-leg query latency and throughput, one query at a time on one thread.
@@ -367,6 +402,34 @@ pub enum BenchCommand {
     Assembly(AssemblyArgs),
     /// Synthetic world generation: time and peak RSS per size, and the growth exponent.
     Generate(BenchGenerateArgs),
+    /// Prepare and query cost as the corpus grows: per-stage time and peak RSS, per-leg
+    /// latency, growth exponents, a computing and a cached matrix run (hashing-384 embedder).
+    Scale(BenchScaleArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct BenchScaleArgs {
+    /// Comma list of passage counts, e.g. `10000,100000,1000000`.
+    #[arg(long, value_delimiter = ',', required = true)]
+    pub passages: Vec<usize>,
+    /// Where the scale campaign, its exports, shards and cells go.
+    #[arg(long, default_value = "results-scale")]
+    pub results: PathBuf,
+    /// Questions each leg is timed on (and the matrix's `--limit`).
+    #[arg(long, default_value_t = 100, value_parser = at_least_one)]
+    pub queries: usize,
+    /// Timed passes per leg (after one warm-up pass).
+    #[arg(long, default_value_t = 3, value_parser = at_least_one)]
+    pub repeat: usize,
+    /// Threads of the prepare and the matrix (latencies are one thread).
+    #[arg(long, default_value_t = 2, value_parser = at_least_one)]
+    pub threads: usize,
+    /// Skip the two `run-matrix` runs.
+    #[arg(long)]
+    pub no_matrix: bool,
+    /// Write the results as JSON to this file.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -511,10 +574,14 @@ impl Command {
             Command::Plot(a) => only(&a.campaign, &a.results),
             Command::Report(a) => only(&a.campaign, &a.results),
             Command::Bench(BenchCommand::Latency(a)) => a.common.overrides(),
+            Command::ServingParity(a) => a.common.overrides(),
             Command::Bench(BenchCommand::Prepare(a)) => a.common.overrides(),
             Command::Bench(BenchCommand::Assembly(a)) => a.common.overrides(),
-            // `bench generate` reads no settings: main runs it before resolving any
-            Command::Bench(BenchCommand::Generate(_)) => Overrides::default(),
+            // `bench generate` and `bench scale` read no settings: main runs them before
+            // resolving any
+            Command::Bench(BenchCommand::Generate(_) | BenchCommand::Scale(_)) => {
+                Overrides::default()
+            }
             Command::Datasets(c) | Command::Legs(c) => c.overrides(),
             // `eval` reads no settings: main runs it before resolving any
             Command::Eval(a) => only(&a.campaign, &None),

@@ -25,6 +25,7 @@ macro_rules! out {
 
 pub mod bench;
 pub mod bench_generate;
+pub mod bench_scale;
 pub mod breakdown;
 pub mod cache;
 pub mod campaign;
@@ -42,6 +43,10 @@ pub mod leg_build;
 pub mod lock;
 pub mod matrix;
 pub mod metrics;
+#[cfg(feature = "qdrant")]
+pub mod parity;
+#[cfg(feature = "qdrant")]
+pub mod parity_plot;
 pub mod plot;
 pub mod progress;
 pub mod protocol;

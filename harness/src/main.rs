@@ -21,6 +21,49 @@ fn write_json<T: serde::Serialize>(path: Option<&std::path::Path>, value: &T) ->
     Ok(())
 }
 
+/// `hopbench serving-parity`: prints the markdown tables and writes the files.
+#[cfg(feature = "qdrant")]
+fn serving_parity(
+    campaign: &hopbench::campaign::Campaign,
+    s: &Settings,
+    a: &hopbench::cli::ParityArgs,
+) -> Result<()> {
+    let name = &select(&a.dataset, campaign.datasets.keys(), "dataset")?[0];
+    let export = bench::open(campaign, name, &s.data)?;
+    let build = hopbench_datasets::hnsw::HnswSettings {
+        m: a.m,
+        ef_construct: a.ef_construct,
+        on_disk: a.on_disk,
+    };
+    let p = hopbench::parity::run(
+        campaign, name, &export, &a.leg, &a.hnsw_ef, build, a.repeat, &s.data,
+    )?;
+    out!("{}", hopbench::parity::markdown(&p).trim_end());
+    let dir = a.out.clone().unwrap_or_else(|| s.results.join("parity"));
+    let mut paths = hopbench::parity::write(&dir, &p)?;
+    paths.extend(hopbench::parity_plot::write(
+        &dir,
+        &hopbench::parity::stem(&p),
+        &p,
+    )?);
+    for path in paths {
+        eprintln!("wrote {}", path.display());
+    }
+    Ok(())
+}
+
+#[cfg(not(feature = "qdrant"))]
+fn serving_parity(
+    _: &hopbench::campaign::Campaign,
+    _: &Settings,
+    _: &hopbench::cli::ParityArgs,
+) -> Result<()> {
+    anyhow::bail!(
+        "serving-parity: {}",
+        hopbench_legs::engine::qdrant::NOT_BUILT
+    )
+}
+
 /// `hopbench bench generate`: needs no campaign, data or results directory.
 fn generate_command(a: &hopbench::cli::BenchGenerateArgs) -> Result<ExitCode> {
     let seed = a
@@ -64,6 +107,19 @@ fn run(cli: Cli) -> Result<ExitCode> {
     if let Command::Bench(BenchCommand::Generate(a)) = &cli.command {
         return generate_command(a);
     }
+    if let Command::Bench(BenchCommand::Scale(a)) = &cli.command {
+        let r = hopbench::bench_scale::run(
+            &a.passages,
+            &a.results,
+            a.queries,
+            a.repeat,
+            a.threads,
+            !a.no_matrix,
+        )?;
+        out!("{}", hopbench::bench_scale::markdown(&r).trim_end());
+        write_json(a.json.as_deref(), &r)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let settings = Settings::resolve(&cli.command.overrides())?;
     let s = &settings;
     let campaign = &s.campaign;
@@ -77,6 +133,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::RunMatrix(a) if !a.show_settings => Some((&a.common, mode(a.shard))),
         Command::Prepare(a) => Some((&a.common, mode(a.shard))),
         Command::Bench(BenchCommand::Latency(a)) => Some((&a.common, lock::Mode::Exclusive)),
+        Command::ServingParity(a) => Some((&a.common, lock::Mode::Exclusive)),
         Command::Bench(BenchCommand::Assembly(a)) => Some((&a.common, lock::Mode::Exclusive)),
         Command::Bench(BenchCommand::Prepare(a)) => Some((&a.common, lock::Mode::Exclusive)),
         _ => None,
@@ -264,6 +321,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     &legs,
                     a.repeat.max(1),
                     a.top,
+                    None,
                     &s.data,
                 )? {
                     out!(
@@ -275,6 +333,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
             write_json(a.json.as_deref(), &all)?;
         }
+        Command::ServingParity(a) => serving_parity(campaign, s, &a)?,
         Command::Bench(BenchCommand::Assembly(a)) => {
             let mut all = Vec::new();
             for name in select(&a.datasets, campaign.datasets.keys(), "dataset")? {
@@ -333,8 +392,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
         }
         Command::Eval(_) => unreachable!("eval runs before any settings are resolved"),
-        Command::Bench(BenchCommand::Generate(_)) => {
-            unreachable!("bench generate runs before any settings are resolved")
+        Command::Bench(BenchCommand::Generate(_) | BenchCommand::Scale(_)) => {
+            unreachable!("bench generate and bench scale run before any settings are resolved")
         }
         Command::Legs(_) => {
             out!("campaign: {}", s.origin);

@@ -200,6 +200,9 @@ pub fn cell_inputs(
             .and_then(|e| hopbench_datasets::embed::model_note(&e.manifest.model_id))
             .map(str::to_string),
         engine_files: cache::engine_files(&leg_config),
+        engine_shards: export
+            .map(|e| cache::engine_shards(&leg_config, e))
+            .unwrap_or_default(),
         leg_config,
         query_set: export
             .zip(idx.as_deref())
@@ -329,6 +332,13 @@ fn run_cell(
             return Ok(((cell, CellOutcome::Computed), None));
         }
         Err(e) => return Err(e.into()),
+    };
+    // building the leg may have built the index an embedded engine searches, whose identity
+    // is part of the key: the summary carries the key a rerun will compute
+    let (inputs, key) = if inputs.engine_shards.is_empty() {
+        (inputs, key)
+    } else {
+        cell_inputs(campaign, s, contract, leg_name, Some(&export))
     };
 
     let names = evaluate::metric_names(&campaign.recall_k);

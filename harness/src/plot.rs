@@ -17,9 +17,9 @@ use plotters::prelude::*;
 
 use crate::curve::{self, Curve};
 
-const FONT: &str = "sans-serif";
+pub(crate) const FONT: &str = "sans-serif";
 
-fn register_font() {
+pub(crate) fn register_font() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         plotters::style::register_font(FONT, FontStyle::Normal, dejavu::sans::regular())
@@ -28,7 +28,7 @@ fn register_font() {
 }
 
 /// Line colours, in leg order (colour-blind-safe Okabe–Ito palette).
-const COLOURS: [RGBColor; 8] = [
+pub(crate) const COLOURS: [RGBColor; 8] = [
     RGBColor(0, 114, 178),
     RGBColor(213, 94, 0),
     RGBColor(0, 158, 115),
@@ -81,7 +81,7 @@ fn dash(i: usize) -> Option<(i32, i32)> {
     [None, Some((10, 5)), Some((3, 4))][i % 3]
 }
 
-fn err<E: std::fmt::Debug>(e: E) -> anyhow::Error {
+pub(crate) fn err<E: std::fmt::Debug>(e: E) -> anyhow::Error {
     anyhow!("plotting failed: {e:?}")
 }
 

@@ -54,6 +54,11 @@ pub struct CellInputs {
     /// absent for legs on the built-in engines, so their keys are what they were.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub engine_files: std::collections::BTreeMap<String, String>,
+    /// The probe digest of each HNSW shard an embedded engine searched, by the shard's cache
+    /// directory name ([`crate::cache::engine_shards`]). Absent where no leg uses one, so other
+    /// cells' keys are unchanged.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub engine_shards: std::collections::BTreeMap<String, String>,
     /// blake3 over the evaluated query ids and their gold (after `--limit`).
     pub query_set: Option<String>,
     /// `--limit`, if any.

@@ -9,15 +9,16 @@
 //!
 //! ## Which engine answers each side
 //!
-//! `dense: {engine: exact | external, ...}` and `lexical: {engine: bm25 | external, ...}` are
+//! `dense: {engine: exact | qdrant | external, ...}` and `lexical: {engine: bm25 | external, ...}` are
 //! nested maps in the flat leg map (`external` takes the [`ExternalSpec`] fields: `command`,
-//! `timeout_ms`, `startup_timeout_ms`). The built-in engine is the default, and a side left at
+//! `timeout_ms`, `startup_timeout_ms`; `qdrant` takes the [`QdrantSpec`] fields: `hnsw_ef`,
+//! `m`, `ef_construct`, `on_disk`). The built-in engine is the default, and a side left at
 //! its default is **omitted** from the resolved parameters: `hopbench legs`, `--show-settings`
 //! and every cell key of a leg that does not choose an engine are exactly what they were before
 //! engines could be chosen, so no cache is invalidated by the option existing. A side that
 //! names another engine prints (and hashes) the whole group with every default filled in.
-//! Another engine (an embedded ANN index with its `hnsw_ef`, say) is one variant of the side's
-//! enum, one arm in [`EngineChoice::read`] / [`EngineChoice::write`], and one in its `build`.
+//! Another engine is one variant of the side's enum, one arm in [`EngineChoice::read`] /
+//! [`EngineChoice::write`], and one in its `build` (as `qdrant` is).
 
 use std::sync::Arc;
 
@@ -26,7 +27,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::candidate::Candidate;
-use crate::engine::{Bm25, Engine, ExactDense, ExternalEngine, ExternalSpec, Side, Vectors};
+use crate::engine::{
+    Bm25, Engine, ExactDense, ExternalEngine, ExternalSpec, QdrantSpec, Side, Vectors,
+};
 use crate::fuse::{rrf, unit_scaled};
 use crate::leg::{LegError, QueryInput, Ranker, Retrieval};
 use crate::params::{Check, Checked, Flat, ParamError};
@@ -96,6 +99,8 @@ pub enum DenseEngine {
     /// The exact cosine scan ([`ExactDense`]).
     #[default]
     Exact,
+    /// Qdrant's HNSW, in process ([`crate::engine::qdrant`]).
+    Qdrant(QdrantSpec),
     /// A process speaking the JSON-lines protocol ([`crate::engine::external`]).
     External(ExternalSpec),
 }
@@ -131,10 +136,11 @@ fn external_map(spec: &ExternalSpec) -> Flat {
 
 impl EngineChoice for DenseEngine {
     const KEY: &'static str = "dense";
-    const ENGINES: &'static [&'static str] = &["exact", "external"];
+    const ENGINES: &'static [&'static str] = &["exact", "qdrant", "external"];
     fn read(engine: &str, rest: Flat) -> Result<Self, String> {
         match engine {
             "exact" => no_params(engine, &rest).map(|()| DenseEngine::Exact),
+            "qdrant" => QdrantSpec::read(rest).map(DenseEngine::Qdrant),
             "external" => external(rest).map(DenseEngine::External),
             _ => Err(String::new()),
         }
@@ -142,12 +148,14 @@ impl EngineChoice for DenseEngine {
     fn write(&self) -> (&'static str, Flat) {
         match self {
             DenseEngine::Exact => ("exact", Flat::new()),
+            DenseEngine::Qdrant(s) => ("qdrant", s.write()),
             DenseEngine::External(s) => ("external", external_map(s)),
         }
     }
     fn check_choice(&self, c: &Check<'_>) -> Result<(), LegError> {
         match self {
             DenseEngine::Exact => Ok(()),
+            DenseEngine::Qdrant(s) => s.check(c, Self::KEY),
             DenseEngine::External(s) => s.check(c, Self::KEY),
         }
     }
@@ -186,6 +194,14 @@ impl DenseEngine {
     ) -> Result<Box<dyn Engine>, LegError> {
         Ok(match self {
             DenseEngine::Exact => Box::new(ExactDense::new(export.clone(), vectors)?),
+            #[cfg(feature = "qdrant")]
+            DenseEngine::Qdrant(spec) => Box::new(crate::engine::QdrantDense::new(
+                export.clone(),
+                vectors,
+                spec,
+            )?),
+            #[cfg(not(feature = "qdrant"))]
+            DenseEngine::Qdrant(_) => return Err(crate::engine::qdrant::not_built()),
             DenseEngine::External(spec) => {
                 vectors.available_in(export)?;
                 Box::new(ExternalEngine::start(export, Side::Dense(vectors), spec)?)
@@ -443,7 +459,7 @@ mod tests {
             ),
             (
                 r#"{"kind":"dense","dense":{"engine":"bm25"}}"#,
-                "parameter `dense`: unknown engine `bm25` (known: exact, external)",
+                "parameter `dense`: unknown engine `bm25` (known: exact, qdrant, external)",
             ),
             (
                 r#"{"kind":"lexical","lexical":{"command":["x"]}}"#,

@@ -60,11 +60,17 @@ pub trait Params: Sized {
         Self::take(map)
     }
 
-    /// The flat map of every key of this group.
+    /// The flat map of every key of this group, sorted at every depth (whatever serde_json's
+    /// map type: a dependency may switch it to insertion order).
     fn to_flat(&self) -> Flat {
         let mut map = Flat::new();
         self.put(&mut map);
-        map
+        let mut v = serde_json::Value::Object(map);
+        v.sort_all_objects();
+        match v {
+            serde_json::Value::Object(m) => m,
+            _ => unreachable!("an object stays an object"),
+        }
     }
 }
 

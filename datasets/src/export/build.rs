@@ -4,14 +4,14 @@
 //! Nothing here touches the file system.
 
 use std::collections::{BTreeSet, HashMap};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::{Chunk, EmbedFn, ExternalTables, PrepareConfig, QueryRecord, Source};
 use crate::enrich::{self, KnowledgeGraph};
 use crate::error::{Error, Result};
 use crate::lexical::{Bm25Index, Tokenizer};
 use crate::model::{question_pieces, QuestionPiece, SpannedDataset, SubQuestion};
-use crate::simgraph::SimGraph;
+use crate::simgraph::{HnswGraphStats, SimGraph};
 use crate::tokens::heuristic_tokens;
 use crate::vectors_file::{VectorSet, VectorTable};
 
@@ -27,6 +27,13 @@ pub(super) struct Built {
     pub(super) bm25: Bm25Index,
     pub(super) kg: KnowledgeGraph,
     pub(super) simgraph: SimGraph,
+    /// What the manifest records of an HNSW-built similarity graph.
+    pub(super) simgraph_hnsw: Option<HnswGraphStats>,
+    /// Its index, handed to the dense engine's cache once the export is written.
+    #[cfg(feature = "qdrant")]
+    pub(super) simgraph_shard: Option<crate::hnsw::KeptShard>,
+    #[cfg(not(feature = "qdrant"))]
+    pub(super) simgraph_shard: Option<std::convert::Infallible>,
     pub(super) subquery_embeddings: Vec<Option<Vec<f32>>>,
     /// Vector sets a dataset with vectors files lacks ([`VectorsRecord::absent`]).
     ///
@@ -78,6 +85,7 @@ pub(super) fn build(
     config: &PrepareConfig,
     embed: &mut EmbedFn<'_>,
     external: Option<&ExternalTables>,
+    scratch: Option<&Path>,
 ) -> Result<Built> {
     let SpannedDataset { raw, spans } = spanned;
     let origin = PathBuf::from(format!("<dataset {}>", source.name));
@@ -215,24 +223,39 @@ pub(super) fn build(
 
     let tokenizer = Tokenizer::english();
     let full: Vec<String> = chunks.iter().map(Chunk::full_text).collect();
-    let bm25 = Bm25Index::build(full.iter().map(String::as_str), &tokenizer, config.bm25);
+    let bm25 = crate::stages::timed("bm25", || {
+        Bm25Index::build(full.iter().map(String::as_str), &tokenizer, config.bm25)
+    });
     let titled: Vec<(&str, &str)> = chunks
         .iter()
         .zip(&full)
         .map(|(c, f)| (c.title.as_str(), f.as_str()))
         .collect();
-    let kg = enrich::build(&titled, &config.enrich);
+    let kg = crate::stages::timed("kg", || enrich::build(&titled, &config.enrich));
 
     let sub_texts: Vec<Option<Vec<String>>> = queries
         .iter()
         .map(|q| q.decomposition.as_deref().map(subquery_texts))
         .collect();
     let any_header = chunks.iter().any(|c| c.header.is_some());
-    let v = match external {
-        None => embedded(&chunks, &full, &queries, &sub_texts, any_header, embed)?,
-        Some(x) => from_files(x, &chunks, &queries, any_header)?,
+    let v = crate::stages::timed("embed", || match external {
+        None => embedded(&chunks, &full, &queries, &sub_texts, any_header, embed),
+        Some(x) => from_files(x, &chunks, &queries, any_header),
+    })?;
+    // an embed-only pass (`scratch` None) keeps nothing but the vectors it embedded
+    let sim = match scratch {
+        Some(dir) => {
+            let ids: Vec<&str> = chunks.iter().map(|c| c.id.as_str()).collect();
+            crate::stages::timed("simgraph", || {
+                SimGraph::build_with(&v.embeddings, v.dim, &config.simgraph, &ids, dir)
+            })?
+        }
+        None => crate::simgraph::SimGraphBuild {
+            graph: SimGraph::empty(chunks.len()),
+            hnsw: None,
+            shard: None,
+        },
     };
-    let simgraph = SimGraph::build(&v.embeddings, v.dim, &config.simgraph);
     Ok(Built {
         dim: v.dim,
         chunks,
@@ -243,7 +266,9 @@ pub(super) fn build(
         query_embeddings: v.queries,
         bm25,
         kg,
-        simgraph,
+        simgraph: sim.graph,
+        simgraph_hnsw: sim.hnsw,
+        simgraph_shard: sim.shard,
         subquery_embeddings: v.subqueries,
         absent_vectors: v.absent,
     })

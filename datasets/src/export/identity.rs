@@ -36,6 +36,9 @@ fn input_key(m: &Manifest) -> String {
     if let Some(v) = &m.vectors {
         ident["vectors"] = serde_json::json!({ "model": v.model, "files": v.files });
     }
+    // sorted whatever the map type: a dependency may switch serde_json to insertion order
+    // (`preserve_order`, as qdrant-edge does), and the key must not change with the build
+    ident.sort_all_objects();
     blake3::hash(ident.to_string().as_bytes())
         .to_hex()
         .to_string()

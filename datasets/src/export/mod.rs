@@ -208,6 +208,10 @@ pub struct ExportStats {
     pub simgraph_edges: usize,
     /// Similarity-graph communities.
     pub simgraph_communities: usize,
+    /// How an HNSW-built similarity graph was made, and its edge recall against the exact one
+    /// where that was built too (absent for an exact graph, so those manifests are unchanged).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub simgraph_hnsw: Option<crate::simgraph::HnswGraphStats>,
 }
 
 /// `manifest.json`: what the export is, and the blake3 of everything it was made from.
@@ -455,13 +459,31 @@ pub fn prepare_spanned(
     if identity::reusable(dir, &planned.input_key) {
         return Ok((read_manifest(dir)?, Prepared::Reused));
     }
-    let raw = raw()?;
-    let built = build::build(source, raw, config, embed, external.as_ref())?;
+    let raw = crate::stages::timed("read", raw)?;
+    let scratch = dir.parent().unwrap_or(Path::new("."));
+    let built = build::build(source, raw, config, embed, external.as_ref(), Some(scratch))?;
     let mut planned = planned;
     if let Some(v) = planned.vectors.as_mut() {
         v.absent = built.absent_vectors.clone();
     }
-    let manifest = write::write_atomically(dir, planned, &built)?;
+    let mut built = built;
+    let manifest = crate::stages::timed("write", || write::write_atomically(dir, planned, &built))?;
+    #[cfg(feature = "qdrant")]
+    if let Some(shard) = built.simgraph_shard.take() {
+        // the similarity graph's index is the dense engine's over `embedding` with the same
+        // settings: cached where the engine looks, so no query builds it again (a failure here
+        // costs that build, nothing else)
+        let (hash, s) = (manifest.content_hash(), config.simgraph.hnsw);
+        let target = crate::hnsw::cache_dir(dir, &hash, "embedding", s);
+        let source = crate::hnsw::cache_source(&hash, "embedding", s);
+        if let Err(e) = shard.adopt(&target, &source) {
+            eprintln!(
+                "warning: the similarity graph's HNSW index was not kept for the dense engine: {e}"
+            );
+        }
+    }
+    #[cfg(not(feature = "qdrant"))]
+    let _ = built.simgraph_shard.take();
     Ok((manifest, Prepared::Written))
 }
 
@@ -501,7 +523,7 @@ pub fn embed_only_spanned(
     if identity::reusable(dir, &planned.input_key) {
         return Ok(false);
     }
-    build::build(source, raw()?, config, embed, None)?;
+    build::build(source, raw()?, config, embed, None, None)?;
     Ok(true)
 }
 

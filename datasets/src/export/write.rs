@@ -47,6 +47,7 @@ pub(super) fn write_atomically(dir: &Path, mut manifest: Manifest, b: &Built) ->
             kg: b.kg.stats(),
             simgraph_edges: b.simgraph.num_edges(),
             simgraph_communities: b.simgraph.num_communities(),
+            simgraph_hnsw: b.simgraph_hnsw.clone(),
         };
         let path = tmp.join("manifest.json");
         let text = serde_json::to_string_pretty(&manifest).expect("manifest");

@@ -346,3 +346,27 @@ legs:
     let out = env.ok(&run);
     assert!(out.contains("2 cells: 1 computed, 1 cached"), "{out}");
 }
+
+#[cfg(not(feature = "qdrant"))]
+#[test]
+fn a_leg_naming_qdrant_in_a_build_without_it_says_how_to_build_it() {
+    let env = Env::new();
+    let campaign = format!(
+        "{}  dense_q: {{kind: dense, dense: {{engine: qdrant}}}}\n",
+        crate::util::CAMPAIGN
+    );
+    std::fs::write(env.path().join("campaign.yaml"), campaign).unwrap();
+    let out = env.run(&["legs"]);
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{e}");
+    assert!(
+        e.contains("dense_q") && e.contains("--features qdrant"),
+        "{e}"
+    );
+    let out = env.run(&["serving-parity", "--dataset", "synthetic", "--leg", "dense"]);
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && e.contains("--features qdrant"),
+        "{e}"
+    );
+}

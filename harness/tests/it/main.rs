@@ -12,6 +12,8 @@ mod documents;
 mod engines;
 mod hashing;
 mod matrix;
+#[cfg(feature = "qdrant")]
+mod qdrant;
 mod reliability;
 mod report_html;
 mod run_leg;

@@ -114,6 +114,28 @@ pub enum Failure {
     /// The request could not be written to the process.
     #[error("cannot write the request: {0}")]
     Write(String),
+    /// An embedded engine's index could not be built, opened or verified.
+    #[error("{0}")]
+    Shard(String),
+    /// An embedded engine's search failed.
+    #[error("search failed: {0}")]
+    Search(String),
+    /// A hit's payload carries no record id.
+    #[error("point {point} has no record id in its payload")]
+    MissingPayload {
+        /// The point id.
+        point: u64,
+    },
+    /// A hit's record id names another chunk than the point it was inserted as.
+    #[error("point {point} carries record id `{id}`, which is chunk {chunk}")]
+    PointMismatch {
+        /// The point id.
+        point: u64,
+        /// The payload's record id.
+        id: String,
+        /// The chunk that id names.
+        chunk: u32,
+    },
     /// The process was stopped by an earlier failure of this cell, so the request was not sent.
     #[error("not sent: the process was stopped after an earlier failure ({0})")]
     Stopped(String),

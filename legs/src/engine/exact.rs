@@ -24,6 +24,14 @@ pub enum Vectors {
 }
 
 impl Vectors {
+    /// The export column these vectors are (`embedding`, `embedding_content`).
+    pub fn column(self) -> &'static str {
+        match self {
+            Vectors::Full => "embedding",
+            Vectors::ContentOnly => "embedding_content",
+        }
+    }
+
     /// `MissingInputs` where `export` lacks this vector set (content-only vectors exist only
     /// where the dataset has context headers), whichever engine would search it.
     pub fn available_in(self, export: &Export) -> Result<(), LegError> {

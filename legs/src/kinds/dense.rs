@@ -12,7 +12,7 @@ flat_params! {
     pub struct Dense {
         /// Candidates returned.
         pub pool: Pool,
-        /// The engine that answers (`dense: {engine: exact | external, ...}`).
+        /// The engine that answers (`dense: {engine: exact | qdrant | external, ...}`).
         pub dense: DenseEngine,
     }
 }

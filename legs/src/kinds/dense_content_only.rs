@@ -13,7 +13,7 @@ flat_params! {
     pub struct DenseContentOnly {
         /// Candidates returned.
         pub pool: Pool,
-        /// The engine that answers (`dense: {engine: exact | external, ...}`).
+        /// The engine that answers (`dense: {engine: exact | qdrant | external, ...}`).
         pub dense: DenseEngine,
     }
 }

@@ -1,0 +1,106 @@
+//! Approximate nearest neighbours through Qdrant's own engine, embedded in the process
+//! (the `qdrant-edge` crate: the server's segment, HNSW and payload code, without a server).
+//!
+//! A [`HnswShard`] is one Qdrant shard over a row-major matrix of unit vectors: point `i` is row
+//! `i`, and its payload carries the record id of row `i` under [`ID_FIELD`], as the seed's
+//! serving path stores it. It lives in a directory of its own with a manifest
+//! ([`ShardManifest`]) that names what it was built from and how, so a caller can cache it like
+//! an export and find out whether a directory on disk is the shard it wants.
+//!
+//! **Always an HNSW search.** Qdrant scans small segments exactly (below its
+//! `indexing_threshold`, 10 MB of vectors by default, no graph is built, and below
+//! `full_scan_threshold` a built graph is not used). A shard here is one segment with its graph
+//! built whatever its size and always searched through the graph, so what a small real set
+//! measures is the same approximation a large corpus gets.
+//!
+//! **What is random, and what is not.** Qdrant draws each point's HNSW level from a thread-local
+//! generator it does not let a caller seed, and inserts points on several threads, so two builds
+//! of the same vectors give different graphs. A search over one graph is deterministic (the entry
+//! point and the beam are functions of the graph and the query). So a shard is built once and
+//! kept; its manifest records a *probe digest* (BLAKE3 of the neighbours of fixed probe rows),
+//! which [`HnswShard::open`] recomputes: a shard whose graph is not the one the manifest
+//! describes is an error, not a silent change of results, and two shards with equal digests
+//! answered the probes alike.
+//!
+//! ```text
+//! <dir>/hnsw-manifest.json   ShardManifest (written last: a directory without it is not a shard)
+//! <dir>/qdrant/              Qdrant's files (edge_config.json, segments/, wal/)
+//! ```
+//!
+//! The settings ([`HnswSettings`]) are part of every build, so a campaign that names them parses
+//! the same everywhere; the shard ([`HnswShard`]) needs the `qdrant` cargo feature.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+#[cfg(feature = "qdrant")]
+mod shard;
+#[cfg(feature = "qdrant")]
+pub use shard::*;
+
+#[cfg(all(test, feature = "qdrant"))]
+mod tests;
+
+/// How the graph is built (hashed into a shard's cache key by its callers).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct HnswSettings {
+    /// Links per node (Qdrant's `m`, default 16).
+    pub m: usize,
+    /// Beam width while building (Qdrant's `ef_construct`, default 100).
+    pub ef_construct: usize,
+    /// Vectors and graph memory-mapped from disk instead of held in RAM.
+    pub on_disk: bool,
+}
+
+impl Default for HnswSettings {
+    fn default() -> Self {
+        HnswSettings {
+            m: 16,
+            ef_construct: 100,
+            on_disk: false,
+        }
+    }
+}
+
+impl HnswSettings {
+    /// The ranges Qdrant accepts, as a message naming the field (`m` 0 would silently build no
+    /// graph at all, so it is refused).
+    pub fn validate(&self) -> std::result::Result<(), String> {
+        if self.m < 2 {
+            return Err(format!("`m` is {}, expected at least 2", self.m));
+        }
+        if self.ef_construct < 4 {
+            return Err(format!(
+                "`ef_construct` is {}, expected at least 4",
+                self.ef_construct
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The identity a cached shard's manifest records as its `source`: the export's content hash,
+/// the vector set (`embedding` or `embedding_content`) and the build settings.
+pub fn cache_source(content_hash: &str, vectors: &str, settings: HnswSettings) -> String {
+    format!(
+        "export {content_hash} vectors {vectors} m {} ef_construct {} on_disk {}",
+        settings.m, settings.ef_construct, settings.on_disk
+    )
+}
+
+/// Where the shard of an export's vector set is cached: beside the export
+/// (`<results>/exports/<dataset>/` gives `<results>/shards/<dataset>/<key>/`), the key the
+/// first 16 hex digits of the BLAKE3 of its [`cache_source`].
+pub fn cache_dir(export_dir: &Path, content_hash: &str, vectors: &str, s: HnswSettings) -> PathBuf {
+    let name = export_dir
+        .file_name()
+        .map_or_else(|| "export".into(), |n| n.to_string_lossy().into_owned());
+    let results = export_dir
+        .parent()
+        .and_then(|p| p.parent())
+        .map_or_else(|| export_dir.join(".."), PathBuf::from);
+    let key = blake3::hash(cache_source(content_hash, vectors, s).as_bytes()).to_hex();
+    results.join("shards").join(name).join(&key.as_str()[..16])
+}

@@ -1,0 +1,173 @@
+use std::path::Path;
+
+use super::*;
+use crate::vector::dot;
+
+/// `n` pseudo-random unit vectors of width `dim`.
+fn unit_vectors(n: usize, dim: usize, seed: u64) -> Vec<f32> {
+    let mut s = seed;
+    let mut v: Vec<f32> = (0..n * dim)
+        .map(|_| {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((s >> 40) as f32 / (1u64 << 24) as f32) - 0.5
+        })
+        .collect();
+    for row in v.chunks_exact_mut(dim) {
+        let norm = row.iter().map(|x| x * x).sum::<f32>().sqrt();
+        row.iter_mut().for_each(|x| *x /= norm);
+    }
+    v
+}
+
+fn exact_top(vectors: &[f32], dim: usize, q: &[f32], k: usize) -> Vec<u64> {
+    let mut all: Vec<(u64, f32)> = vectors
+        .chunks_exact(dim)
+        .enumerate()
+        .map(|(i, v)| (i as u64, dot(q, v)))
+        .collect();
+    all.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    all.into_iter().take(k).map(|(i, _)| i).collect()
+}
+
+fn ids(n: usize) -> Vec<String> {
+    (0..n).map(|i| format!("doc-{i:05}")).collect()
+}
+
+fn build(dir: &Path, vectors: &[f32], dim: usize, names: &[String]) -> HnswShard {
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    HnswShard::build(dir, "test", vectors, dim, &refs, HnswSettings::default())
+        .unwrap()
+        .0
+}
+
+#[test]
+fn a_wide_beam_finds_the_exact_neighbours_and_every_hit_carries_its_record_id() {
+    let (n, dim) = (600, 16);
+    let v = unit_vectors(n, dim, 7);
+    let names = ids(n);
+    let tmp = tempfile::tempdir().unwrap();
+    let shard = build(&tmp.path().join("s"), &v, dim, &names);
+    assert_eq!(shard.manifest().points, n);
+    let mut found = 0;
+    for q in 0..50 {
+        let query = &v[q * 7 % n * dim..(q * 7 % n + 1) * dim];
+        let hits = shard.search(query, 10, 512).unwrap();
+        assert_eq!(hits.len(), 10);
+        for h in &hits {
+            assert_eq!(h.id.as_deref(), Some(names[h.point as usize].as_str()));
+        }
+        let exact = exact_top(&v, dim, query, 10);
+        found += hits.iter().filter(|h| exact.contains(&h.point)).count();
+        // the same query over the same graph: the same answer
+        assert_eq!(shard.search(query, 10, 512).unwrap(), hits);
+    }
+    assert!(found >= 495, "recall@10 at ef 512 is {found}/500");
+}
+
+#[test]
+fn a_small_shard_is_searched_through_its_graph_not_scanned() {
+    // With ef = 1 and k = 1 an HNSW search is greedy and misses the true neighbour of some
+    // queries; an exact scan never would. So some miss proves the graph is used.
+    let (n, dim) = (800, 24);
+    let v = unit_vectors(n, dim, 11);
+    let q = unit_vectors(200, dim, 12);
+    let tmp = tempfile::tempdir().unwrap();
+    let shard = build(&tmp.path().join("s"), &v, dim, &ids(n));
+    let misses = q
+        .chunks_exact(dim)
+        .filter(|query| {
+            let hit = shard.search_points(query, 1, 1).unwrap();
+            hit[0].0 != exact_top(&v, dim, query, 1)[0]
+        })
+        .count();
+    assert!(misses > 0, "every greedy search found the exact neighbour");
+}
+
+#[test]
+fn open_checks_the_manifest_and_the_graph() {
+    let (n, dim) = (300, 8);
+    let v = unit_vectors(n, dim, 3);
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("s");
+    let shard = build(&dir, &v, dim, &ids(n));
+    let manifest = shard.manifest().clone();
+    drop(shard);
+    let expected = Expected {
+        source: "test",
+        settings: HnswSettings::default(),
+        points: n,
+        dim,
+    };
+    HnswShard::open(&dir, &expected, &v).unwrap();
+
+    let wrong_source = Expected {
+        source: "other",
+        ..expected
+    };
+    let e = HnswShard::open(&dir, &wrong_source, &v)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("hnsw-manifest.json") && e.contains("`source`"),
+        "{e}"
+    );
+
+    let wrong_settings = Expected {
+        settings: HnswSettings {
+            m: 32,
+            ..HnswSettings::default()
+        },
+        ..expected
+    };
+    let e = HnswShard::open(&dir, &wrong_settings, &v)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("`settings`"), "{e}");
+
+    // a manifest whose probe digest is not this graph's
+    let mpath = dir.join(MANIFEST);
+    let mut bad = manifest.clone();
+    bad.probe = "0".repeat(64);
+    std::fs::write(&mpath, serde_json::to_vec(&bad).unwrap()).unwrap();
+    let e = HnswShard::open(&dir, &expected, &v)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("`probe`") && e.contains("changed since it was built"),
+        "{e}"
+    );
+
+    // an unknown manifest key
+    let mut value = serde_json::to_value(&manifest).unwrap();
+    value["extra"] = 1.into();
+    std::fs::write(&mpath, serde_json::to_vec(&value).unwrap()).unwrap();
+    let e = HnswShard::open(&dir, &expected, &v)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("unknown field `extra`"), "{e}");
+
+    std::fs::remove_file(&mpath).unwrap();
+    let e = HnswShard::open(&dir, &expected, &v)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("hnsw-manifest.json"), "{e}");
+}
+
+#[test]
+fn a_failed_build_leaves_nothing_behind() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("s");
+    let v = unit_vectors(10, 4, 1);
+    let e = HnswShard::build(&dir, "t", &v, 4, &["a"], HnswSettings::default()).unwrap_err();
+    assert!(e.to_string().contains("40 vector values for 1 ids"), "{e}");
+    let bad = HnswSettings {
+        m: 0,
+        ..HnswSettings::default()
+    };
+    let refs: Vec<&str> = vec!["x"; 10];
+    let e = HnswShard::build(&dir, "t", &v, 4, &refs, bad).unwrap_err();
+    assert!(e.to_string().contains("`m` is 0"), "{e}");
+    assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
+}

@@ -1,0 +1,131 @@
+//! The dense side served by Qdrant's HNSW, in process (`dense: {engine: qdrant, ...}`).
+//!
+//! The shard is built once per export, vector set and build settings, and cached beside the
+//! export under `<results>/shards/<dataset>/<key>/` ([`shard_dir`]); a process that needs it
+//! again opens and verifies it ([`hopbench_datasets::hnsw::HnswShard::open`]). Within one
+//! process every leg over the same shard shares one open copy.
+//!
+//! **What Qdrant decides, and what it does not.** Qdrant chooses *which* chunks are the top `k`
+//! (the approximation being measured); each chosen chunk is then scored with the exact engine's
+//! cosine ([`dot`]) and the list ranked like every engine's (score descending, ties on ascending
+//! chunk). So a chunk both paths return has the same score in both, and any difference between
+//! served and exact runs is the ANN's misses alone, never float noise in Qdrant's SIMD kernels.
+//!
+//! **The record id is the truth.** A hit is turned into a chunk through the record id in its
+//! payload (the seed's serving rule), checked against the point id it was inserted as. A hit
+//! without an id, with an id the corpus does not have, or with one that disagrees with its point
+//! is an [`EngineError`]: the cell records `error`, never a shorter candidate list.
+
+//!
+//! The parameter group ([`QdrantSpec`]) parses in every build; the engine needs the `qdrant`
+//! cargo feature, and a build without it says so when a leg names it.
+
+use hopbench_datasets::hnsw::HnswSettings;
+use serde::{Deserialize, Serialize};
+
+use crate::leg::LegError;
+use crate::params::Check;
+
+#[cfg(feature = "qdrant")]
+mod served;
+#[cfg(feature = "qdrant")]
+pub use served::{shard_dir, shard_for, QdrantDense};
+
+/// What a build without the engine says when a leg names it.
+pub const NOT_BUILT: &str = "engine `qdrant` is not in this build of hopbench: build it with \
+     `cargo build --release --features qdrant` (README, \"Serving through Qdrant\")";
+
+/// The error of building the engine in a build without it (a spec can only be made there by
+/// hand: reading one already fails with [`NOT_BUILT`]).
+#[cfg(not(feature = "qdrant"))]
+pub fn not_built() -> LegError {
+    LegError::Engine(super::EngineError {
+        engine: "qdrant",
+        command: String::new(),
+        query_id: None,
+        failure: Box::new(super::Failure::Shard(NOT_BUILT.into())),
+    })
+}
+
+/// `dense: {engine: qdrant, hnsw_ef, m, ef_construct, on_disk}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct QdrantSpec {
+    /// Search beam width (Qdrant's `hnsw_ef`); absent: Qdrant's default, its `ef_construct`.
+    pub hnsw_ef: usize,
+    /// Graph build settings (part of the shard's cache key).
+    #[serde(flatten)]
+    pub build: HnswSettings,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SpecIn {
+    hnsw_ef: Option<usize>,
+    #[serde(default)]
+    m: Option<usize>,
+    #[serde(default)]
+    ef_construct: Option<usize>,
+    #[serde(default)]
+    on_disk: Option<bool>,
+}
+
+impl QdrantSpec {
+    /// Reads the group's map (without `engine`), every default filled in.
+    pub fn read(rest: serde_json::Map<String, serde_json::Value>) -> Result<Self, String> {
+        if !cfg!(feature = "qdrant") {
+            return Err(NOT_BUILT.into());
+        }
+        let s: SpecIn = serde_json::from_value(serde_json::Value::Object(rest))
+            .map_err(|e| format!("engine `qdrant`: {e}"))?;
+        let d = HnswSettings::default();
+        let build = HnswSettings {
+            m: s.m.unwrap_or(d.m),
+            ef_construct: s.ef_construct.unwrap_or(d.ef_construct),
+            on_disk: s.on_disk.unwrap_or(d.on_disk),
+        };
+        Ok(QdrantSpec {
+            hnsw_ef: s.hnsw_ef.unwrap_or(build.ef_construct),
+            build,
+        })
+    }
+
+    /// The group's map (without `engine`).
+    pub fn write(&self) -> serde_json::Map<String, serde_json::Value> {
+        match serde_json::to_value(self) {
+            Ok(serde_json::Value::Object(m)) => m,
+            other => unreachable!("a qdrant spec serialises to a map, got {other:?}"),
+        }
+    }
+
+    /// Ranges, as errors naming the parameter.
+    pub fn check(&self, c: &Check<'_>, key: &str) -> Result<(), LegError> {
+        c.at_least(&format!("{key}.hnsw_ef"), self.hnsw_ef, 1)?;
+        match self.build.validate() {
+            Ok(()) => Ok(()),
+            Err(m) => c.fail(key, &m),
+        }
+    }
+}
+
+#[cfg(all(test, feature = "qdrant"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_spec_fills_qdrants_defaults_and_refuses_unknown_keys() {
+        let read = |v: serde_json::Value| match v {
+            serde_json::Value::Object(m) => QdrantSpec::read(m),
+            _ => unreachable!(),
+        };
+        let s = read(serde_json::json!({})).unwrap();
+        assert_eq!(s.hnsw_ef, 100, "Qdrant's default beam is its ef_construct");
+        assert_eq!(s.build, HnswSettings::default());
+        let s = read(serde_json::json!({"ef_construct": 200})).unwrap();
+        assert_eq!(s.hnsw_ef, 200);
+        let s = read(serde_json::json!({"hnsw_ef": 16, "m": 32, "on_disk": true})).unwrap();
+        assert_eq!((s.hnsw_ef, s.build.m, s.build.on_disk), (16, 32, true));
+        assert_eq!(read(serde_json::Value::Object(s.write())).unwrap(), s);
+        let e = read(serde_json::json!({"hnsw": 16})).unwrap_err();
+        assert!(e.contains("unknown field `hnsw`"), "{e}");
+    }
+}

@@ -1,0 +1,261 @@
+//! The served engine itself (built with the `qdrant` feature).
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+
+use hopbench_datasets::export::Export;
+use hopbench_datasets::hnsw::{self, Expected, Hit, HnswSettings, HnswShard};
+
+use super::QdrantSpec;
+use crate::candidate::{top_k, Candidate};
+use crate::engine::exact::dot;
+use crate::engine::{Engine, EngineError, Failure, Vectors};
+use crate::leg::{LegError, QueryInput};
+
+/// Where the shard of `export`'s `vectors` under `settings` is cached
+/// ([`hopbench_datasets::hnsw::cache_dir`]).
+pub fn shard_dir(export: &Export, vectors: Vectors, settings: HnswSettings) -> PathBuf {
+    hnsw::cache_dir(
+        &export.dir,
+        &export.manifest.content_hash(),
+        vectors.column(),
+        settings,
+    )
+}
+
+/// The shard's source identity as its manifest records it.
+fn source(export: &Export, vectors: Vectors, settings: HnswSettings) -> String {
+    hnsw::cache_source(&export.manifest.content_hash(), vectors.column(), settings)
+}
+
+fn vector_rows(export: &Export, vectors: Vectors) -> &[f32] {
+    match vectors {
+        Vectors::Full => &export.embeddings,
+        Vectors::ContentOnly => export
+            .content_embeddings
+            .as_deref()
+            .expect("checked by Vectors::available_in"),
+    }
+}
+
+/// Open shards of this process, by directory (legs over one shard share it).
+fn open_shards() -> &'static Mutex<HashMap<PathBuf, Weak<HnswShard>>> {
+    static OPEN: OnceLock<Mutex<HashMap<PathBuf, Weak<HnswShard>>>> = OnceLock::new();
+    OPEN.get_or_init(Default::default)
+}
+
+/// The verified shard of `export`'s `vectors` under `settings`: this process's open copy, the
+/// cached one on disk, or a new build. Builds and opens are serialised per process (one HNSW
+/// build at a time already uses every indexing thread).
+pub fn shard_for(
+    export: &Export,
+    vectors: Vectors,
+    settings: HnswSettings,
+) -> Result<Arc<HnswShard>, LegError> {
+    let dir = shard_dir(export, vectors, settings);
+    let mut open = open_shards().lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(shard) = open.get(&dir).and_then(Weak::upgrade) {
+        return Ok(shard);
+    }
+    let rows = vector_rows(export, vectors);
+    let src = source(export, vectors, settings);
+    let expected = Expected {
+        source: &src,
+        settings,
+        points: export.chunks.len(),
+        dim: export.dim,
+    };
+    let shard = if dir.join(hnsw::MANIFEST).is_file() {
+        HnswShard::open(&dir, &expected, rows)
+    } else {
+        let ids: Vec<&str> = export.chunks.iter().map(|c| c.id.as_str()).collect();
+        HnswShard::build(&dir, &src, rows, export.dim, &ids, settings).map(|(s, _)| s)
+    }
+    .map_err(|e| {
+        LegError::Engine(EngineError {
+            engine: "qdrant",
+            command: dir.display().to_string(),
+            query_id: None,
+            failure: Box::new(Failure::Shard(e.to_string())),
+        })
+    })?;
+    let shard = Arc::new(shard);
+    open.insert(dir, Arc::downgrade(&shard));
+    Ok(shard)
+}
+
+/// Dense search through a Qdrant HNSW shard of the export's vectors.
+pub struct QdrantDense {
+    export: Arc<Export>,
+    vectors: Vectors,
+    shard: Arc<HnswShard>,
+    hnsw_ef: usize,
+}
+
+impl QdrantDense {
+    /// The engine (builds or opens the shard); `ContentOnly` fails with `MissingInputs` where
+    /// the export has no content-only vectors.
+    pub fn new(export: Arc<Export>, vectors: Vectors, spec: &QdrantSpec) -> Result<Self, LegError> {
+        vectors.available_in(&export)?;
+        let shard = shard_for(&export, vectors, spec.build)?;
+        Ok(QdrantDense {
+            export,
+            vectors,
+            shard,
+            hnsw_ef: spec.hnsw_ef,
+        })
+    }
+
+    /// The top `k` chunks Qdrant returns for the vector `query`, scored exactly.
+    pub fn search_vector(&self, query: &[f32], k: usize) -> Result<Vec<Candidate>, Failure> {
+        let hits = self
+            .shard
+            .search(query, k, self.hnsw_ef)
+            .map_err(|e| Failure::Search(e.to_string()))?;
+        let rows = vector_rows(&self.export, self.vectors);
+        candidates(
+            &hits,
+            k,
+            |id| self.chunk_of(id),
+            |chunk| {
+                dot(
+                    query,
+                    &rows[chunk as usize * self.export.dim..][..self.export.dim],
+                )
+            },
+        )
+    }
+
+    fn chunk_of(&self, id: &str) -> Option<u32> {
+        self.export
+            .chunks
+            .binary_search_by(|c| c.id.as_str().cmp(id))
+            .ok()
+            .map(|i| i as u32)
+    }
+}
+
+/// Qdrant's hits as ranked candidates: each hit's chunk from its payload's record id (checked
+/// against its point id), scored by `score`, ranked, cut at `k`.
+fn candidates(
+    hits: &[Hit],
+    k: usize,
+    chunk_of: impl Fn(&str) -> Option<u32>,
+    score: impl Fn(u32) -> f32,
+) -> Result<Vec<Candidate>, Failure> {
+    if hits.len() > k {
+        return Err(Failure::TooMany { got: hits.len(), k });
+    }
+    let mut out = Vec::with_capacity(hits.len());
+    let mut seen = std::collections::HashSet::with_capacity(hits.len());
+    for (index, hit) in hits.iter().enumerate() {
+        let Some(id) = hit.id.as_deref() else {
+            return Err(Failure::MissingPayload { point: hit.point });
+        };
+        let Some(chunk) = chunk_of(id) else {
+            return Err(Failure::UnknownId {
+                index,
+                id: id.into(),
+            });
+        };
+        if u64::from(chunk) != hit.point {
+            return Err(Failure::PointMismatch {
+                point: hit.point,
+                id: id.into(),
+                chunk,
+            });
+        }
+        if !seen.insert(chunk) {
+            return Err(Failure::DuplicateId {
+                index,
+                id: id.into(),
+            });
+        }
+        out.push(Candidate::new(chunk, score(chunk)));
+    }
+    top_k(&mut out, k);
+    Ok(out)
+}
+
+impl Engine for QdrantDense {
+    fn name(&self) -> &'static str {
+        "qdrant"
+    }
+    fn search(&self, query: &QueryInput<'_>, k: usize) -> Result<Vec<Candidate>, EngineError> {
+        self.search_vector(query.embedding, k)
+            .map_err(|failure| EngineError {
+                engine: "qdrant",
+                command: self.shard.dir().display().to_string(),
+                query_id: Some(query.id.to_string()),
+                failure: Box::new(failure),
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hit(point: u64, id: Option<&str>) -> Hit {
+        Hit {
+            point,
+            id: id.map(str::to_owned),
+            score: 0.0,
+        }
+    }
+
+    fn chunk_of(id: &str) -> Option<u32> {
+        id.strip_prefix('c').and_then(|n| n.parse().ok())
+    }
+
+    #[test]
+    fn hits_are_rescored_and_ranked_with_ties_on_ascending_chunk() {
+        let hits = [hit(5, Some("c5")), hit(2, Some("c2")), hit(9, Some("c9"))];
+        // chunk 9 scores highest; 2 and 5 tie, so 2 comes first whatever Qdrant's order
+        let score = |c: u32| if c == 9 { 0.9 } else { 0.5 };
+        let got = candidates(&hits, 3, chunk_of, score).unwrap();
+        let order: Vec<u32> = got.iter().map(|c| c.chunk).collect();
+        assert_eq!(order, vec![9, 2, 5]);
+        assert_eq!(got[0].score, 0.9);
+    }
+
+    #[test]
+    fn a_hit_without_a_record_id_is_an_error_not_a_shorter_list() {
+        let hits = [hit(1, Some("c1")), hit(2, None)];
+        let e = candidates(&hits, 5, chunk_of, |_| 0.0).unwrap_err();
+        assert_eq!(e, Failure::MissingPayload { point: 2 });
+        assert!(e.to_string().contains("point 2"), "{e}");
+    }
+
+    #[test]
+    fn unknown_mismatched_and_repeated_ids_are_errors() {
+        let e = candidates(&[hit(1, Some("zz"))], 5, chunk_of, |_| 0.0).unwrap_err();
+        assert!(matches!(e, Failure::UnknownId { index: 0, .. }), "{e:?}");
+        let e = candidates(&[hit(1, Some("c3"))], 5, chunk_of, |_| 0.0).unwrap_err();
+        assert_eq!(
+            e,
+            Failure::PointMismatch {
+                point: 1,
+                id: "c3".into(),
+                chunk: 3
+            }
+        );
+        let e = candidates(
+            &[hit(3, Some("c3")), hit(3, Some("c3"))],
+            5,
+            chunk_of,
+            |_| 0.0,
+        )
+        .unwrap_err();
+        assert!(matches!(e, Failure::DuplicateId { index: 1, .. }), "{e:?}");
+        let e = candidates(
+            &[hit(3, Some("c3")), hit(4, Some("c4"))],
+            1,
+            chunk_of,
+            |_| 0.0,
+        )
+        .unwrap_err();
+        assert_eq!(e, Failure::TooMany { got: 2, k: 1 });
+    }
+}
