@@ -73,14 +73,15 @@ pub fn engine_files(config: &serde_json::Value) -> std::collections::BTreeMap<St
 }
 
 /// The indexes the embedded engines of a leg config (`engine: qdrant`, at any depth) search over
-/// `export`, each by its cache directory's name: the probe digest its manifest records (what
+/// the export in `export_dir` (with `manifest`), each by its cache directory's name: the probe digest its manifest records (what
 /// identifies one random HNSW graph among the builds of the same vectors), or `not built`.
 /// With the digest in the cell key, a rebuilt shard recomputes the cells that used the old one.
 /// (Read from the manifest, not verified: the shard is verified when a leg opens it.)
 #[cfg(feature = "qdrant")]
 pub fn engine_shards(
     config: &serde_json::Value,
-    export: &hopbench_datasets::export::Export,
+    export_dir: &std::path::Path,
+    manifest: &hopbench_datasets::export::Manifest,
 ) -> std::collections::BTreeMap<String, String> {
     use hopbench_datasets::hnsw::{ShardManifest, MANIFEST};
     use hopbench_legs::engine::{QdrantSpec, Vectors};
@@ -110,7 +111,8 @@ pub fn engine_shards(
     found
         .into_iter()
         .map(|spec| {
-            let dir = hopbench_legs::engine::qdrant::shard_dir(export, vectors, spec.build);
+            let dir =
+                hopbench_legs::engine::qdrant::shard_dir(export_dir, manifest, vectors, spec.build);
             let probe = std::fs::read(dir.join(MANIFEST))
                 .ok()
                 .and_then(|b| serde_json::from_slice::<ShardManifest>(&b).ok())
@@ -127,7 +129,8 @@ pub fn engine_shards(
 #[cfg(not(feature = "qdrant"))]
 pub fn engine_shards(
     _config: &serde_json::Value,
-    _export: &hopbench_datasets::export::Export,
+    _export_dir: &std::path::Path,
+    _manifest: &hopbench_datasets::export::Manifest,
 ) -> std::collections::BTreeMap<String, String> {
     std::collections::BTreeMap::new()
 }

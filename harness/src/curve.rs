@@ -199,6 +199,54 @@ pub struct CurveCell<'a> {
     pub cell_key: &'a str,
 }
 
+/// The campaign's budgets, ascending, each once.
+fn budgets_of(campaign: &Campaign) -> Vec<u64> {
+    let mut budgets = campaign.budgets.clone();
+    budgets.sort_unstable();
+    budgets.dedup();
+    budgets
+}
+
+/// The curve's key: its cell's key and the budgets it is drawn at.
+fn curve_key(campaign: &Campaign, cell_key: &str) -> String {
+    crate::cache::key_of(&(cell_key, &budgets_of(campaign)))
+}
+
+/// The cached curve of cell (`dataset`, `leg_name`) whose key is `cell_key`, if it is there,
+/// has that key and its files verify. A curve that is there but not trusted is `None` (it is
+/// recomputed), said on stderr when `warn`.
+pub fn cached(
+    campaign: &Campaign,
+    s: &MatrixSettings,
+    (dataset, leg_name): (&str, &str),
+    cell_key: &str,
+    warn: bool,
+) -> Option<Curve> {
+    let (json_path, parquet_path) = paths(&s.results, dataset, leg_name);
+    if !json_path.exists() {
+        return None;
+    }
+    let not_trusted = |why: String| {
+        if warn {
+            eprintln!(
+                "warning: {dataset} x {leg_name}: cached budget curve not trusted ({why}); \
+                 recomputing"
+            )
+        }
+    };
+    match read(&json_path) {
+        Err(e) => not_trusted(format!("{e:#}")),
+        Ok(prev) if prev.key == curve_key(campaign, cell_key) => {
+            match verify(&prev, &json_path, &parquet_path) {
+                Ok(()) => return Some(prev),
+                Err(why) => not_trusted(why.to_string()),
+            }
+        }
+        Ok(_) => {}
+    }
+    None
+}
+
 /// Computes (or reuses) the curve of `cell` over the campaign's budgets; `true` when computed.
 pub fn run(
     campaign: &Campaign,
@@ -215,29 +263,12 @@ pub fn run(
         cell_key,
     } = *cell;
     let stats_cfg = &campaign.stats;
-    let mut budgets = campaign.budgets.clone();
-    budgets.sort_unstable();
-    budgets.dedup();
-    let key = crate::cache::key_of(&(cell_key, &budgets));
+    let budgets = budgets_of(campaign);
+    let key = curve_key(campaign, cell_key);
     let (json_path, parquet_path) = paths(&s.results, dataset, leg_name);
     if !s.force {
-        let prev = json_path.exists().then(|| read(&json_path));
-        if let Some(Err(e)) = &prev {
-            eprintln!(
-                "warning: {dataset} x {leg_name}: cached budget curve not trusted ({e:#}); \
-                 recomputing"
-            );
-        }
-        if let Some(Ok(prev)) = prev {
-            if prev.key == key {
-                match verify(&prev, &json_path, &parquet_path) {
-                    Ok(()) => return Ok((prev, false)),
-                    Err(why) => eprintln!(
-                        "warning: {dataset} x {leg_name}: cached budget curve not trusted \
-                         ({why}); recomputing"
-                    ),
-                }
-            }
+        if let Some(prev) = cached(campaign, s, (dataset, leg_name), cell_key, true) {
+            return Ok((prev, false));
         }
     }
     let which = metrics::curve_metrics();

@@ -615,6 +615,30 @@ pub fn open(
     Ok(DatasetState::Ready(Arc::new(export)))
 }
 
+/// The head of dataset `name`'s export ([`export::read_head`]: its manifest and queries, not
+/// its corpus) when the export on disk is the one [`open`] would use as it is: current for the
+/// dataset's inputs, configuration and model, with a queries file that verifies. `None` when
+/// [`open`] has the deciding to do: the dataset lacks inputs, brings its own vectors (whose
+/// files are read to know the key), or its export would be prepared.
+pub fn open_head(
+    campaign: &Campaign,
+    name: &str,
+    s: &DataSettings,
+) -> Result<Option<export::ExportHead>> {
+    let Ok((members, member_files)) = members_of(campaign, name, s) else {
+        return Ok(None);
+    };
+    let source = source(campaign, name, &members, &member_files, s)?;
+    if source.vectors.is_some() {
+        return Ok(None);
+    }
+    let (model_id, dim) = model_identity(s)?;
+    let planned = export::planned_manifest(&source, &s.prepare, &model_id, dim)
+        .with_context(|| format!("dataset {name}"))?;
+    export::read_head(&s.exports.join(name), &planned.input_key)
+        .with_context(|| format!("reading the export of {name}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,7 +8,7 @@
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use hopbench_datasets::export::Export;
+use hopbench_datasets::export::{Export, ExportHead, Manifest};
 use hopbench_legs::{Leg, LegError, QueryInput};
 use rayon::prelude::*;
 
@@ -51,40 +51,26 @@ pub fn run(campaign: &Campaign, s: &MatrixSettings) -> Result<Vec<(CellSummary, 
             .filter(|(d, _)| d == dataset)
             .map(|(_, l)| l.as_str())
             .collect();
+        if !s.force {
+            if let Some(cells) = all_cached(campaign, s, &contract, dataset, &legs)? {
+                out.extend(cells);
+                continue;
+            }
+        }
         let state = data::open(campaign, dataset, &s.data, s.progress)?;
         if let DatasetState::Ready(export) = &state {
-            let n = query_indices(export, s.limit).len();
-            let no_gold = queries_without_gold(export);
-            let with_gold = export.queries.len() - no_gold;
-            eprintln!(
-                "{dataset}: {} chunks, {} queries evaluated{}{}",
-                export.chunks.len(),
-                n,
-                if n < with_gold {
-                    format!(" (of {with_gold}, --limit)")
-                } else {
-                    String::new()
-                },
-                if no_gold > 0 {
-                    format!("; {no_gold} queries without gold not evaluated")
-                } else {
-                    String::new()
-                }
-            );
-            let qrels = trec::qrels_text(export, &query_indices(export, s.limit));
+            let ident = ExportIdentity::of_export(export);
+            let idx = ident.evaluated(s.limit);
+            report_dataset(dataset, export.chunks.len(), idx.len(), &ident, "");
             let runs = s.results.join("runs").join(dataset);
-            trec::write(&runs.join("qrels.txt"), &qrels)?;
+            trec::write(
+                &runs.join("qrels.txt"),
+                &trec::qrels_text(&ident.queries, &idx),
+            )?;
             // chunked documents: the run files' docnos -> their source spans
             match trec::chunks_text(export) {
                 Some(text) => trec::write(&runs.join("chunks.tsv"), &text)?,
-                None => match std::fs::remove_file(runs.join("chunks.tsv")) {
-                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                        return Err(e).with_context(|| {
-                            format!("removing {}", runs.join("chunks.tsv").display())
-                        })
-                    }
-                    _ => {}
-                },
+                None => remove_if_there(&runs.join("chunks.tsv"))?,
             }
         }
         for leg in legs {
@@ -155,8 +141,15 @@ pub fn planned_cells(s: &MatrixSettings) -> Vec<(String, String)> {
 /// the qrels file, and trec_eval evaluates only queries the qrels judge. The summary counts
 /// them as `queries_without_gold`.
 pub fn query_indices(export: &Export, limit: Option<usize>) -> Vec<usize> {
-    (0..export.queries.len())
-        .filter(|&q| !export.queries[q].gold.is_empty())
+    first_with_gold(export.queries.iter().map(|q| q.gold.is_empty()), limit)
+}
+
+/// The positions of the first `limit` queries with gold, given whether each has none.
+fn first_with_gold(no_gold: impl Iterator<Item = bool>, limit: Option<usize>) -> Vec<usize> {
+    no_gold
+        .enumerate()
+        .filter(|&(_, none)| !none)
+        .map(|(q, _)| q)
         .take(limit.unwrap_or(usize::MAX))
         .collect()
 }
@@ -166,21 +159,64 @@ pub fn queries_without_gold(export: &Export) -> usize {
     export.queries.iter().filter(|q| q.gold.is_empty()).count()
 }
 
-fn query_set_hash(export: &Export, idx: &[usize]) -> String {
-    let ident: Vec<(&str, Vec<&str>)> = idx
-        .iter()
-        .map(|&q| {
-            let r = &export.queries[q];
-            (
-                r.id.as_str(),
-                r.gold
-                    .iter()
-                    .map(|&g| export.chunks[g as usize].id.as_str())
-                    .collect(),
-            )
-        })
-        .collect();
-    cache::key_of(&ident)
+/// What a cell's key reads of its dataset's export: the manifest, the export's directory (under
+/// which the embedded engines' indexes are cached) and each query's id with its gold chunk
+/// record ids. The same from a loaded export as from its head alone
+/// ([`hopbench_datasets::export::read_head`]), so a rerun whose cells are all cached is decided
+/// without loading the export.
+pub struct ExportIdentity<'a> {
+    /// The export directory.
+    pub dir: &'a std::path::Path,
+    /// Its manifest.
+    pub manifest: &'a Manifest,
+    /// (query id, gold chunk ids) of every query, in export order.
+    pub queries: Vec<(&'a str, Vec<&'a str>)>,
+}
+
+impl<'a> ExportIdentity<'a> {
+    /// Of a loaded export.
+    pub fn of_export(e: &'a Export) -> Self {
+        ExportIdentity {
+            dir: &e.dir,
+            manifest: &e.manifest,
+            queries: e
+                .queries
+                .iter()
+                .map(|q| {
+                    let gold = q.gold.iter().map(|&g| e.chunks[g as usize].id.as_str());
+                    (q.id.as_str(), gold.collect())
+                })
+                .collect(),
+        }
+    }
+
+    /// Of an export's head.
+    pub fn of_head(h: &'a ExportHead) -> Self {
+        ExportIdentity {
+            dir: &h.dir,
+            manifest: &h.manifest,
+            queries: h
+                .queries
+                .iter()
+                .map(|q| (q.id.as_str(), q.gold.iter().map(String::as_str).collect()))
+                .collect(),
+        }
+    }
+
+    /// [`query_indices`]: the queries a cell evaluates.
+    pub fn evaluated(&self, limit: Option<usize>) -> Vec<usize> {
+        first_with_gold(self.queries.iter().map(|(_, g)| g.is_empty()), limit)
+    }
+
+    /// [`queries_without_gold`].
+    fn without_gold(&self) -> usize {
+        self.queries.iter().filter(|(_, g)| g.is_empty()).count()
+    }
+
+    fn query_set_hash(&self, idx: &[usize]) -> String {
+        let ident: Vec<&(&str, Vec<&str>)> = idx.iter().map(|&q| &self.queries[q]).collect();
+        cache::key_of(&ident)
+    }
 }
 
 /// Everything cell (`export`'s dataset, `leg_name`) depends on, and its key (the blake3 of it).
@@ -189,24 +225,23 @@ pub fn cell_inputs(
     s: &MatrixSettings,
     contract: &Contract,
     leg_name: &str,
-    export: Option<&Export>,
+    export: Option<&ExportIdentity<'_>>,
 ) -> (CellInputs, String) {
-    let idx = export.map(|e| query_indices(e, s.limit));
     let leg_config = serde_json::to_value(&campaign.legs[leg_name]).expect("leg spec serialises");
+    let model_id = export.map(|e| e.manifest.model_id.clone());
     let inputs = CellInputs {
         export: export.map(|e| e.manifest.content_hash()),
-        model_id: export.map(|e| e.manifest.model_id.clone()),
-        model_note: export
-            .and_then(|e| hopbench_datasets::embed::model_note(&e.manifest.model_id))
+        model_note: model_id
+            .as_deref()
+            .and_then(hopbench_datasets::embed::model_note)
             .map(str::to_string),
+        model_id,
         engine_files: cache::engine_files(&leg_config),
         engine_shards: export
-            .map(|e| cache::engine_shards(&leg_config, e))
+            .map(|e| cache::engine_shards(&leg_config, e.dir, e.manifest))
             .unwrap_or_default(),
         leg_config,
-        query_set: export
-            .zip(idx.as_deref())
-            .map(|(e, i)| query_set_hash(e, i)),
+        query_set: export.map(|e| e.query_set_hash(&e.evaluated(s.limit))),
         limit: s.limit,
         recall_k: campaign.recall_k.clone(),
         breakdown_labels: campaign.breakdown_labels.clone(),
@@ -216,6 +251,137 @@ pub fn cell_inputs(
     };
     let key = cache::key_of(&inputs);
     (inputs, key)
+}
+
+/// The summary of cell (`dataset`, `leg_name`) on disk if it has key `key`, did not fail, and
+/// its files verify: what a rerun reuses. A summary that is there but not trusted is `None`
+/// (recomputed), said on stderr when `warn`.
+fn cached_cell(
+    campaign: &Campaign,
+    paths: &CellPaths,
+    (dataset, leg_name): (&str, &str),
+    key: &str,
+    warn: bool,
+) -> Option<(CellSummary, CellOutcome)> {
+    if !paths.summary.exists() {
+        return None;
+    }
+    let not_trusted = |why: String| {
+        if warn {
+            eprintln!(
+                "warning: {dataset} x {leg_name}: cached cell not trusted ({why}); recomputing"
+            )
+        }
+    };
+    match summary::read_summary(&paths.summary) {
+        Err(e) => not_trusted(format!("{e:#}")),
+        Ok(prev) if prev.key == key && prev.status != Status::Error => {
+            let names = evaluate::metric_names(&campaign.recall_k);
+            match summary::verify_cell(&prev, paths, &names) {
+                Ok(()) => {
+                    // a cell without numbers is reported as what it is, not as cached work
+                    let outcome = match prev.status {
+                        Status::MissingInputs => CellOutcome::Missing,
+                        _ => CellOutcome::Cached,
+                    };
+                    return Some((prev, outcome));
+                }
+                Err(why) => not_trusted(why.to_string()),
+            }
+        }
+        Ok(_) => {}
+    }
+    None
+}
+
+/// Every cell of `dataset` x `legs` from the cache, with its budget curve where it has one, if
+/// all of them are there and verify; `None` as soon as one is not (the dataset then runs the
+/// ordinary way, which reports what it does not trust). Decided from the export's head, so a
+/// fully cached dataset is never loaded; an export with chunks cut from documents is not
+/// decided here, as its `chunks.tsv` is written from the corpus.
+fn all_cached(
+    campaign: &Campaign,
+    s: &MatrixSettings,
+    contract: &Contract,
+    dataset: &str,
+    legs: &[&str],
+) -> Result<Option<Vec<(CellSummary, CellOutcome)>>> {
+    let Some(head) = data::open_head(campaign, dataset, &s.data)? else {
+        return Ok(None);
+    };
+    if head.manifest.stats.chunks_with_span != Some(0) {
+        return Ok(None);
+    }
+    let ident = ExportIdentity::of_head(&head);
+    let idx = ident.evaluated(s.limit);
+    let mut cells = Vec::new();
+    for &leg in legs {
+        let (_, key) = cell_inputs(campaign, s, contract, leg, Some(&ident));
+        let paths = CellPaths::new(&s.results, dataset, leg);
+        let Some(cell) = cached_cell(campaign, &paths, (dataset, leg), &key, false) else {
+            return Ok(None);
+        };
+        if cell.0.status == Status::Ok
+            && !s.no_curves
+            && campaign.legs[leg].has_budget()
+            && crate::curve::cached(campaign, s, (dataset, leg), &key, false).is_none()
+        {
+            return Ok(None);
+        }
+        cells.push((cell, paths.failed));
+    }
+    report_dataset(
+        dataset,
+        head.manifest.stats.chunks,
+        idx.len(),
+        &ident,
+        "; every cell cached (the export was checked, not loaded)",
+    );
+    let runs = s.results.join("runs").join(dataset);
+    trec::write(
+        &runs.join("qrels.txt"),
+        &trec::qrels_text(&ident.queries, &idx),
+    )?;
+    remove_if_there(&runs.join("chunks.tsv"))?;
+    // as a computed cell does, a cached one clears the failure an earlier run left
+    for (_, failed) in &cells {
+        let _ = std::fs::remove_file(failed);
+    }
+    Ok(Some(cells.into_iter().map(|(c, _)| c).collect()))
+}
+
+/// The line each dataset opens with: chunks, queries evaluated, those that are not, and `then`.
+fn report_dataset(
+    dataset: &str,
+    chunks: usize,
+    evaluated: usize,
+    ident: &ExportIdentity<'_>,
+    then: &str,
+) {
+    let no_gold = ident.without_gold();
+    let with_gold = ident.queries.len() - no_gold;
+    eprintln!(
+        "{dataset}: {chunks} chunks, {evaluated} queries evaluated{}{}{then}",
+        if evaluated < with_gold {
+            format!(" (of {with_gold}, --limit)")
+        } else {
+            String::new()
+        },
+        if no_gold > 0 {
+            format!("; {no_gold} queries without gold not evaluated")
+        } else {
+            String::new()
+        }
+    );
+}
+
+fn remove_if_there(path: &std::path::Path) -> Result<()> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(e).with_context(|| format!("removing {}", path.display()))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// A cell's summary and outcome, plus the leg when this call built it (the budget curve reuses
@@ -238,7 +404,8 @@ fn run_cell(
         DatasetState::Ready(e) => (Some(e.clone()), query_indices(e, s.limit)),
         DatasetState::Missing(_) => (None, Vec::new()),
     };
-    let (inputs, key) = cell_inputs(campaign, s, contract, leg_name, export.as_deref());
+    let ident = export.as_deref().map(ExportIdentity::of_export);
+    let (inputs, key) = cell_inputs(campaign, s, contract, leg_name, ident.as_ref());
     let protocol = crate::protocol::label(campaign.protocol(dataset), export.as_deref());
 
     let export = match state {
@@ -276,29 +443,9 @@ fn run_cell(
         return Ok(((cell, CellOutcome::Computed), None));
     }
 
-    if !s.force && paths.summary.exists() {
-        match summary::read_summary(&paths.summary) {
-            Err(e) => eprintln!(
-                "warning: {dataset} x {leg_name}: cached cell not trusted ({e:#}); recomputing"
-            ),
-            Ok(prev) if prev.key == key && prev.status != Status::Error => {
-                let names = evaluate::metric_names(&campaign.recall_k);
-                match summary::verify_cell(&prev, &paths, &names) {
-                    Ok(()) => {
-                        // a cell without numbers is reported as what it is, not as cached work
-                        let outcome = match prev.status {
-                            Status::MissingInputs => CellOutcome::Missing,
-                            _ => CellOutcome::Cached,
-                        };
-                        return Ok(((prev, outcome), None));
-                    }
-                    Err(why) => eprintln!(
-                        "warning: {dataset} x {leg_name}: cached cell not trusted ({why}); \
-                         recomputing"
-                    ),
-                }
-            }
-            Ok(_) => {}
+    if !s.force {
+        if let Some(cell) = cached_cell(campaign, &paths, (dataset, leg_name), &key, true) {
+            return Ok((cell, None));
         }
     }
 
@@ -338,7 +485,8 @@ fn run_cell(
     let (inputs, key) = if inputs.engine_shards.is_empty() {
         (inputs, key)
     } else {
-        cell_inputs(campaign, s, contract, leg_name, Some(&export))
+        let ident = ExportIdentity::of_export(&export);
+        cell_inputs(campaign, s, contract, leg_name, Some(&ident))
     };
 
     let names = evaluate::metric_names(&campaign.recall_k);
@@ -483,13 +631,21 @@ fn run_curve(
     cell_key: &str,
     built: Option<Box<dyn Leg>>,
 ) -> Result<()> {
-    let leg = match built {
-        Some(l) => l,
-        None => crate::leg_build::build(&campaign.legs[leg_name], leg_name, export, &s.data)??,
-    };
-    if leg.default_budget().is_none() {
+    let spec = &campaign.legs[leg_name];
+    if !spec.has_budget() {
         return Ok(());
     }
+    // a cached curve is checked before the leg is built: building opens its engines
+    if built.is_none()
+        && !s.force
+        && crate::curve::cached(campaign, s, (dataset, leg_name), cell_key, true).is_some()
+    {
+        return Ok(());
+    }
+    let leg = match built {
+        Some(l) => l,
+        None => crate::leg_build::build(spec, leg_name, export, &s.data)??,
+    };
     let idx = query_indices(export, s.limit);
     let cell = crate::curve::CurveCell {
         dataset,

@@ -246,7 +246,8 @@ pub fn run(
     };
     let exact_leg = build_leg(&exact_spec)?;
 
-    let dir = hopbench_legs::engine::qdrant::shard_dir(export, vectors, build);
+    let dir =
+        hopbench_legs::engine::qdrant::shard_dir(&export.dir, &export.manifest, vectors, build);
     let cached = dir.join(hopbench_datasets::hnsw::MANIFEST).is_file();
     let t = Instant::now();
     let _shard = hopbench_legs::engine::qdrant::shard_for(export, vectors, build)?;

@@ -63,7 +63,13 @@ pub fn cells(campaign: &Campaign, s: &MatrixSettings) -> Result<Vec<(String, Str
         let failed = std::fs::read_to_string(&paths.failed).ok();
         let state = match (prev, export) {
             (Some(p), Some(e)) => {
-                let (_, key) = matrix::cell_inputs(campaign, s, &contract, &leg, Some(e));
+                let (_, key) = matrix::cell_inputs(
+                    campaign,
+                    s,
+                    &contract,
+                    &leg,
+                    Some(&matrix::ExportIdentity::of_export(e)),
+                );
                 match summary::verify_cell(&p, &paths, &names) {
                     Ok(()) if p.key == key && p.status != Status::Error => {
                         CellState::Done(p.status)

@@ -48,18 +48,15 @@ pub fn run_text(export: &Export, query_ids: &[String], ranked: &[Vec<u32>], tag:
     out
 }
 
-/// The qrels text: `qid 0 docno 1` per gold chunk of each query with gold.
-pub fn qrels_text(export: &Export, query_indices: &[usize]) -> String {
+/// The qrels text: `qid 0 docno 1` per gold chunk of each of `query_indices` (positions in
+/// `queries`, each a query id with its gold chunk ids).
+pub fn qrels_text(queries: &[(&str, Vec<&str>)], query_indices: &[usize]) -> String {
     let mut out = String::new();
     for &q in query_indices {
-        let rec = &export.queries[q];
-        let qid = encode_id(&rec.id);
-        for &g in &rec.gold {
-            let _ = writeln!(
-                out,
-                "{qid} 0 {} 1",
-                encode_id(&export.chunks[g as usize].id)
-            );
+        let (id, gold) = &queries[q];
+        let qid = encode_id(id);
+        for g in gold {
+            let _ = writeln!(out, "{qid} 0 {} 1", encode_id(g));
         }
     }
     out

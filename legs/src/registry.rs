@@ -76,6 +76,12 @@ impl LegSpec {
         self.config.reads_conversation()
     }
 
+    /// Whether the leg has a default token budget, so its cell has a budget curve
+    /// ([`crate::kinds::LegKind::has_budget`]), known without building it.
+    pub fn has_budget(&self) -> bool {
+        self.config.has_budget()
+    }
+
     /// The spec with the files the leg reads pinned ([`LegKind::pin_inputs`]: absolute paths,
     /// relative ones taken from `base`, and each file's content hash), so they are part of the
     /// cell key; unchanged for kinds that read no file. `name` is the leg's campaign name, used

@@ -59,6 +59,7 @@
 //! atomically; `read` ([`load`]) reads and validates it back.
 
 mod build;
+mod head;
 mod identity;
 mod read;
 mod write;
@@ -77,6 +78,7 @@ use crate::simgraph::{SimGraph, SimGraphConfig, SIMGRAPH_FILES};
 use crate::vectors_file::{VectorFiles, VectorSet, VectorTable};
 
 pub use build::{subquery_ids, subquery_texts};
+pub use head::{read_head, ExportHead, QueryHead};
 pub use identity::{planned_manifest, read_manifest};
 pub use read::load;
 
@@ -198,6 +200,10 @@ pub struct ExportStats {
     pub queries_with_chain: usize,
     /// Chunks that carry a context header.
     pub chunks_with_header: usize,
+    /// Chunks cut from a longer document (with a span in it); absent in manifests written
+    /// before it was counted, where it is unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chunks_with_span: Option<usize>,
     /// Distinct BM25 terms.
     pub bm25_terms: usize,
     /// BM25 postings.
@@ -352,6 +358,13 @@ impl Export {
     /// Document index of chunk `i`.
     pub fn doc_of(&self, i: u32) -> Option<u32> {
         self.chunks[i as usize].doc
+    }
+    /// The chunk whose record id is `id` (the corpus is sorted by id), `None` if there is none.
+    pub fn chunk_index(&self, id: &str) -> Option<u32> {
+        self.chunks
+            .binary_search_by(|c| c.id.as_str().cmp(id))
+            .ok()
+            .map(|i| i as u32)
     }
 
     /// Why vector set `set` (`content` or `subqueries`) is absent although the dataset has

@@ -105,6 +105,10 @@ fn round_trip_sorts_chunks_resolves_gold_and_reuses() {
     assert_eq!(e.queries[0].chain, Some(vec![vec![0], vec![1]]));
     assert_eq!(e.queries[1].chain, None);
     assert_eq!(e.docs, vec!["Alpha", "Beta", "Gamma"]);
+    assert_eq!(
+        ["a", "b", "c", "", "bb", "0"].map(|id| e.chunk_index(id)),
+        [Some(0), Some(1), Some(2), None, None, None]
+    );
     assert!(e.content_embeddings.is_none());
     assert_eq!(e.embedding(2).len(), 8);
     assert_eq!(e.bm25.search(&Tokenizer::english(), "gamma", 5)[0].0, 2);
@@ -742,4 +746,21 @@ fn a_span_column_out_of_shape_is_refused_on_load() {
         "{e}"
     );
     assert_eq!(with_ends(vec![Some(33), Some(90), None]), "");
+}
+
+#[test]
+fn a_file_hashed_through_the_buffer_has_the_hash_of_its_bytes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("f");
+    let buffer = 1usize << 24;
+    for len in [0, 1, buffer - 1, buffer, buffer + 1, 2 * buffer + 5] {
+        let bytes: Vec<u8> = (0..len).map(|i| (i * 31 % 251) as u8).collect();
+        std::fs::write(&path, &bytes).unwrap();
+        assert_eq!(
+            hash_file(&path).unwrap(),
+            blake3::hash(&bytes).to_hex().to_string(),
+            "{len} bytes"
+        );
+    }
+    assert!(hash_file(&tmp.path().join("absent")).is_err());
 }

@@ -42,6 +42,7 @@ pub(super) fn write_atomically(dir: &Path, mut manifest: Manifest, b: &Built) ->
             gold_chunks: b.queries.iter().map(|q| q.gold.len()).sum(),
             queries_with_chain: b.queries.iter().filter(|q| q.chain.is_some()).count(),
             chunks_with_header: b.chunks.iter().filter(|c| c.header.is_some()).count(),
+            chunks_with_span: Some(b.chunks.iter().filter(|c| c.span.is_some()).count()),
             bm25_terms: b.bm25.num_terms(),
             bm25_postings: b.bm25.num_postings(),
             kg: b.kg.stats(),

@@ -166,7 +166,14 @@ fn slice(text: &str, start: u32, end: u32) -> String {
 #[test]
 fn a_chunking_axis_runs_one_export_per_setting_with_every_chunk_citable() {
     let env = env();
+    run(&env, "docs", "lexical,dense,bm25");
+    // a cached rerun of chunked documents loads the export (`chunks.tsv` is written from its
+    // corpus) and writes the same side files; everything below reads the rerun's
+    let tsv_before = chunks_tsv(&env, VARIANTS[0]);
     let out = run(&env, "docs", "lexical,dense,bm25");
+    assert!(out.contains("0 computed, 12 cached"), "{out}");
+    assert!(!out.contains("every cell cached"), "{out}");
+    assert_eq!(chunks_tsv(&env, VARIANTS[0]), tsv_before);
     let results = env.results("results");
     let mut keys = BTreeSet::new();
     for v in VARIANTS {

@@ -35,9 +35,48 @@ fn summaries_are_byte_identical_across_thread_counts_and_cached() {
             std::fs::read(env.results("r2").join(format!("runs/synthetic/{leg}.trec"))).unwrap();
         assert_eq!(ra, rb, "{leg}: run files differ");
     }
-    // a second identical invocation recomputes nothing
+    // a second identical invocation recomputes nothing, and does not load the export for it;
+    // the qrels it writes from the export's head are the ones the loaded export gave
+    let qrels = || std::fs::read(env.results("r1").join("runs/synthetic/qrels.txt")).unwrap();
+    let before = qrels();
     let again = env.ok(&["run-matrix", "--threads", "2", "--quiet", "--results", "r1"]);
     assert!(again.contains("0 computed, 4 cached"), "{again}");
+    assert!(
+        again.contains("synthetic: 320 chunks, 60 queries evaluated; every cell cached"),
+        "{again}"
+    );
+    assert_eq!(qrels(), before);
+    // with --limit the query set differs: recomputed, the export loaded
+    let limited = env.ok(&[
+        "run-matrix",
+        "--threads",
+        "2",
+        "--quiet",
+        "--results",
+        "r1",
+        "--limit",
+        "7",
+        "--legs",
+        "bm25",
+    ]);
+    assert!(limited.contains("1 computed, 0 cached"), "{limited}");
+    assert!(!limited.contains("every cell cached"), "{limited}");
+    let limited = env.ok(&[
+        "run-matrix",
+        "--threads",
+        "2",
+        "--quiet",
+        "--results",
+        "r1",
+        "--limit",
+        "7",
+        "--legs",
+        "bm25",
+    ]);
+    assert!(
+        limited.contains("7 queries evaluated (of 60, --limit); every cell cached"),
+        "{limited}"
+    );
     // --force recomputes, to the same numbers
     let forced = env.ok(&[
         "run-matrix",

@@ -408,15 +408,7 @@ impl ExternalEngine {
                 .unwrap_or_else(|| Failure::Write("the process stopped reading".into())));
         }
         let line = proc.next_line(Duration::from_millis(self.timeout_ms), self.timeout_ms)?;
-        parse_answer(&line, q.id, k, |id| self.chunk_of(id))
-    }
-
-    fn chunk_of(&self, id: &str) -> Option<u32> {
-        self.export
-            .chunks
-            .binary_search_by(|c| c.id.as_str().cmp(id))
-            .ok()
-            .map(|i| i as u32)
+        parse_answer(&line, q.id, k, |id| self.export.chunk_index(id))
     }
 }
 

@@ -18,6 +18,10 @@ impl LegKind for Cdgr {
     const NAME: &'static str = "cdgr";
     const ABOUT: &'static str = "CDGR: CDR anchors, a similarity-graph walk, connectors by bridge value";
 
+    fn has_budget(&self) -> bool {
+        true
+    }
+
     fn build(&self, b: &Build<'_>) -> Result<Box<dyn Leg>, LegError> {
         Ok(Box::new(CdgrLeg::new(b.leg, b.export, CdgrMode::Cdgr, &self.cdgr)?))
     }

@@ -18,6 +18,10 @@ impl LegKind for CdgrTask {
     const NAME: &'static str = "cdgr_task";
     const ABOUT: &'static str = "CDGR over the published decomposition as a document task";
 
+    fn has_budget(&self) -> bool {
+        true
+    }
+
     fn build(&self, b: &Build<'_>) -> Result<Box<dyn Leg>, LegError> {
         Ok(Box::new(CdgrLeg::new(b.leg, b.export, CdgrMode::CdgrTask, &self.cdgr)?))
     }

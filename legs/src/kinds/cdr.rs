@@ -18,6 +18,10 @@ impl LegKind for Cdr {
     const NAME: &'static str = "cdr";
     const ABOUT: &'static str = "coverage-differential retrieval: relevance x novelty above a relevance floor";
 
+    fn has_budget(&self) -> bool {
+        true
+    }
+
     fn build(&self, b: &Build<'_>) -> Result<Box<dyn Leg>, LegError> {
         Ok(Box::new(CdgrLeg::new(b.leg, b.export, CdgrMode::Cdr, &self.cdgr)?))
     }

@@ -18,6 +18,10 @@ impl LegKind for CdrTask {
     const NAME: &'static str = "cdr_task";
     const ABOUT: &'static str = "CDR over the published decomposition as a document task";
 
+    fn has_budget(&self) -> bool {
+        true
+    }
+
     fn build(&self, b: &Build<'_>) -> Result<Box<dyn Leg>, LegError> {
         Ok(Box::new(CdgrLeg::new(b.leg, b.export, CdgrMode::CdrTask, &self.cdgr)?))
     }

@@ -56,6 +56,10 @@ impl LegKind for GraphRescueCoe {
     const NAME: &'static str = "graph_rescue_coe";
     const ABOUT: &'static str = "chain-of-evidence over graph_rescue's union";
 
+    fn has_budget(&self) -> bool {
+        true
+    }
+
     fn build(&self, b: &Build<'_>) -> Result<Box<dyn Leg>, LegError> {
         let ranking = Box::new(GraphRescue::new(b.export, self.rescue.clone())?);
         Ok(Box::new(CoeLeg::coe(

@@ -40,6 +40,10 @@ impl LegKind for GraphRescuePacked {
     const NAME: &'static str = "graph_rescue_packed";
     const ABOUT: &'static str = "the knapsack packer over graph_rescue's union";
 
+    fn has_budget(&self) -> bool {
+        true
+    }
+
     fn build(&self, b: &Build<'_>) -> Result<Box<dyn Leg>, LegError> {
         let ranking = Box::new(GraphRescue::new(b.export, self.rescue.rescue.clone())?);
         self.packing.leg(b.leg, b.export, ranking)

@@ -61,6 +61,14 @@ pub trait LegKind: Params + Debug + Clone + PartialEq + Send + Sync + 'static {
         false
     }
 
+    /// Whether the built leg has a default token budget ([`Leg::default_budget`]), which is
+    /// what gives a cell a budget curve. Declared by the kind so the harness can check a cached
+    /// cell's curve without building the leg (opening its engines); the kinds' tests check it
+    /// against the built leg.
+    fn has_budget(&self) -> bool {
+        false
+    }
+
     /// For a kind that reads a file besides the export (`run`): the parameters with its path
     /// made absolute (a relative one is relative to `base`, the campaign file's directory) and
     /// the file's content hash written in, so the hash is part of the cell key and an edited
@@ -85,6 +93,8 @@ pub trait LegConfig: Debug + Send + Sync {
     fn texts_to_embed(&self, export: &Export) -> Vec<String>;
     /// See [`LegKind::reads_conversation`].
     fn reads_conversation(&self) -> bool;
+    /// See [`LegKind::has_budget`].
+    fn has_budget(&self) -> bool;
     /// See [`LegKind::pin_inputs`].
     fn pin_inputs(&self, leg: &str, base: &Path) -> Result<Option<Arc<dyn LegConfig>>, LegError>;
     /// The concrete kind struct, for callers that need one kind's parameters.
@@ -111,6 +121,9 @@ impl<K: LegKind> LegConfig for K {
     }
     fn reads_conversation(&self) -> bool {
         LegKind::reads_conversation(self)
+    }
+    fn has_budget(&self) -> bool {
+        LegKind::has_budget(self)
     }
     fn pin_inputs(&self, leg: &str, base: &Path) -> Result<Option<Arc<dyn LegConfig>>, LegError> {
         Ok(LegKind::pin_inputs(self, leg, base)?.map(|k| Arc::new(k) as Arc<dyn LegConfig>))
@@ -253,6 +266,38 @@ mod tests {
             keys.dedup();
             assert_eq!(keys.len(), n, "kind `{}` reads a key twice", k.name);
             assert!(!keys.contains(&"kind"), "`kind` is the registry's key");
+        }
+    }
+
+    #[test]
+    fn a_kind_says_whether_its_legs_have_a_budget_without_building_one() {
+        let export = crate::rescue::fixtures::synthetic();
+        let mut built = Vec::new();
+        for k in KINDS {
+            let mut flat: Flat = serde_json::from_str(k.example).unwrap();
+            flat.insert("kind".into(), k.name.into());
+            let spec = crate::registry::LegSpec::from_flat(flat).unwrap();
+            // the conversation kinds need text vectors and `run` a file: not built here
+            let Ok(leg) = spec.build(k.name, export.clone()) else {
+                continue;
+            };
+            assert_eq!(
+                leg.default_budget().is_some(),
+                spec.has_budget(),
+                "kind `{}`",
+                k.name
+            );
+            built.push(k.name);
+        }
+        for k in [
+            "packer",
+            "graph_rescue_packed",
+            "graph_rescue_coe",
+            "cdgr",
+            "cdr",
+            "dense",
+        ] {
+            assert!(built.contains(&k), "{k} was not built: {built:?}");
         }
     }
 

@@ -40,6 +40,10 @@ impl LegKind for Packer {
     const NAME: &'static str = "packer";
     const ABOUT: &'static str = "the knapsack packer over the graph-fused (kg) ranking";
 
+    fn has_budget(&self) -> bool {
+        true
+    }
+
     fn build(&self, b: &Build<'_>) -> Result<Box<dyn Leg>, LegError> {
         let ranking = Box::new(self.ranking.ranking.ranking(b.export)?);
         self.packing.leg(b.leg, b.export, ranking)

@@ -1,10 +1,10 @@
 //! The served engine itself (built with the `qdrant` feature).
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
-use hopbench_datasets::export::Export;
+use hopbench_datasets::export::{Export, Manifest};
 use hopbench_datasets::hnsw::{self, Expected, Hit, HnswSettings, HnswShard};
 
 use super::QdrantSpec;
@@ -13,12 +13,17 @@ use crate::engine::exact::dot;
 use crate::engine::{Engine, EngineError, Failure, Vectors};
 use crate::leg::{LegError, QueryInput};
 
-/// Where the shard of `export`'s `vectors` under `settings` is cached
-/// ([`hopbench_datasets::hnsw::cache_dir`]).
-pub fn shard_dir(export: &Export, vectors: Vectors, settings: HnswSettings) -> PathBuf {
+/// Where the shard of the `vectors` of the export in `export_dir` (with `manifest`) under
+/// `settings` is cached ([`hopbench_datasets::hnsw::cache_dir`]).
+pub fn shard_dir(
+    export_dir: &Path,
+    manifest: &Manifest,
+    vectors: Vectors,
+    settings: HnswSettings,
+) -> PathBuf {
     hnsw::cache_dir(
-        &export.dir,
-        &export.manifest.content_hash(),
+        export_dir,
+        &manifest.content_hash(),
         vectors.column(),
         settings,
     )
@@ -53,7 +58,7 @@ pub fn shard_for(
     vectors: Vectors,
     settings: HnswSettings,
 ) -> Result<Arc<HnswShard>, LegError> {
-    let dir = shard_dir(export, vectors, settings);
+    let dir = shard_dir(&export.dir, &export.manifest, vectors, settings);
     let mut open = open_shards().lock().unwrap_or_else(|p| p.into_inner());
     if let Some(shard) = open.get(&dir).and_then(Weak::upgrade) {
         return Ok(shard);
@@ -117,7 +122,7 @@ impl QdrantDense {
         candidates(
             &hits,
             k,
-            |id| self.chunk_of(id),
+            |id| self.export.chunk_index(id),
             |chunk| {
                 dot(
                     query,
@@ -125,14 +130,6 @@ impl QdrantDense {
                 )
             },
         )
-    }
-
-    fn chunk_of(&self, id: &str) -> Option<u32> {
-        self.export
-            .chunks
-            .binary_search_by(|c| c.id.as_str().cmp(id))
-            .ok()
-            .map(|i| i as u32)
     }
 }
 
