@@ -13,7 +13,7 @@ use arrow_array::{
 };
 use arrow_schema::{DataType, Field, Schema};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use parquet::arrow::ArrowWriter;
+use parquet::arrow::{ArrowWriter, ProjectionMask};
 use parquet::file::properties::WriterProperties;
 
 use crate::error::{Error, Result};
@@ -47,7 +47,13 @@ pub fn write(path: &Path, columns: Vec<(&str, ArrayRef)>) -> Result<()> {
 
 /// Reads a whole parquet file into one batch (our files are small: one row group per column).
 pub fn read(path: &Path) -> Result<RecordBatch> {
-    guarded(path, || read_unguarded(path))
+    guarded(path, || read_unguarded(path, None))
+}
+
+/// [`read`] of the top-level columns `names` alone (the others are not decoded); a name the
+/// file lacks is left out, for the typed accessors to report as missing.
+pub fn read_columns(path: &Path, names: &[&str]) -> Result<RecordBatch> {
+    guarded(path, || read_unguarded(path, Some(names)))
 }
 
 /// Runs `f`, a call into the parquet decoder. The decoder asserts on some inconsistent
@@ -72,12 +78,24 @@ fn guarded<T>(path: &Path, f: impl FnOnce() -> Result<T>) -> Result<T> {
     }
 }
 
-fn read_unguarded(path: &Path) -> Result<RecordBatch> {
+fn read_unguarded(path: &Path, names: Option<&[&str]>) -> Result<RecordBatch> {
     // one batch of every row: an export file is read whole (a million-chunk corpus's similarity
     // graph has some 10^7 edges)
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
-    let builder = ParquetRecordBatchReaderBuilder::try_new(file)
+    let mut builder = ParquetRecordBatchReaderBuilder::try_new(file)
         .map_err(|e| Error::malformed(path, "parquet", e))?;
+    if let Some(names) = names {
+        let roots: Vec<usize> = builder
+            .schema()
+            .fields()
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| names.contains(&f.name().as_str()))
+            .map(|(i, _)| i)
+            .collect();
+        let mask = ProjectionMask::roots(builder.parquet_schema(), roots);
+        builder = builder.with_projection(mask);
+    }
     let rows = builder.metadata().file_metadata().num_rows().max(1) as usize;
     let reader = builder
         .with_batch_size(rows)
@@ -159,6 +177,13 @@ impl Table {
     pub fn read(path: impl Into<PathBuf>) -> Result<Table> {
         let path = path.into();
         let batch = read(&path)?;
+        Ok(Table { path, batch })
+    }
+
+    /// Reads the columns `names` of `path` ([`read_columns`]).
+    pub fn read_columns(path: impl Into<PathBuf>, names: &[&str]) -> Result<Table> {
+        let path = path.into();
+        let batch = read_columns(&path, names)?;
         Ok(Table { path, batch })
     }
 
@@ -422,5 +447,28 @@ mod tests {
         let got = table.columns().u32s("a").unwrap();
         assert_eq!(got.len(), n as usize);
         assert_eq!(got[n as usize - 1], n - 1);
+    }
+
+    #[test]
+    fn reading_some_columns_decodes_those_alone() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("t.parquet");
+        let lists = vec![Some(vec!["x".to_string()]), None];
+        write(
+            &path,
+            vec![
+                ("id", strings(&["a", "b"])),
+                ("v", f32s(&[1.0, 2.0])),
+                ("gold", string_lists(&lists)),
+            ],
+        )
+        .unwrap();
+        let t = Table::read_columns(&path, &["gold", "id", "absent"]).unwrap();
+        let cols = t.columns();
+        assert_eq!(cols.strings("id").unwrap(), ["a", "b"]);
+        assert_eq!(cols.string_lists("gold").unwrap(), lists);
+        assert!(!cols.has("v"), "not asked for");
+        let e = cols.strings("absent").unwrap_err().to_string();
+        assert!(e.contains("absent") && e.contains("t.parquet"), "{e}");
     }
 }

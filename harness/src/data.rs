@@ -617,7 +617,7 @@ pub fn open(
 
 /// The head of dataset `name`'s export ([`export::read_head`]: its manifest and queries, not
 /// its corpus) when the export on disk is the one [`open`] would use as it is: current for the
-/// dataset's inputs, configuration and model, with a queries file that verifies. `None` when
+/// dataset's inputs, configuration and model, every file matching its hash. `None` when
 /// [`open`] has the deciding to do: the dataset lacks inputs, brings its own vectors (whose
 /// files are read to know the key), or its export would be prepared.
 pub fn open_head(

@@ -49,7 +49,8 @@ pub fn read_head(dir: &Path, input_key: &str) -> Result<Option<ExportHead>> {
         return Ok(None);
     }
     let path = dir.join("queries.parquet");
-    let table = pq::Table::read(&path)?;
+    // the two columns the key reads; the vectors and JSON columns are not decoded
+    let table = pq::Table::read_columns(&path, &["query_id", "gold_chunk_ids"])?;
     let cols = table.columns();
     let ids = cols.strings("query_id")?;
     let gold = cols.string_lists("gold_chunk_ids")?;
