@@ -9,7 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::identity::{read_manifest, reusable};
+use super::identity::verified_manifest;
 use super::{Manifest, EXPORT_VERSION};
 use crate::error::{Error, Result};
 use crate::parquet_io as pq;
@@ -41,10 +41,9 @@ pub struct ExportHead {
 pub fn read_head(dir: &Path, input_key: &str) -> Result<Option<ExportHead>> {
     // every file is checked against its hash, as a prepare that reuses the export checks it:
     // a damaged file is found on any rerun, cached or not
-    if !reusable(dir, input_key) {
+    let Some(manifest) = verified_manifest(dir, input_key) else {
         return Ok(None);
-    }
-    let manifest = read_manifest(dir)?;
+    };
     if manifest.export_version != EXPORT_VERSION {
         return Ok(None);
     }

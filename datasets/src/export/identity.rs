@@ -76,20 +76,25 @@ pub fn read_manifest(dir: &Path) -> Result<Manifest> {
 
 /// Whether `dir` holds an export with this input key whose files still hash as recorded.
 pub(super) fn reusable(dir: &Path, key: &str) -> bool {
-    let Ok(m) = read_manifest(dir) else {
-        return false;
-    };
+    verified_manifest(dir, key).is_some()
+}
+
+/// The manifest of the export in `dir` if it has this input key and its files still hash as
+/// recorded ([`reusable`]).
+pub(super) fn verified_manifest(dir: &Path, key: &str) -> Option<Manifest> {
+    let m = read_manifest(dir).ok()?;
     // only the export's own names are hashed (a manifest naming `/dev/zero` is not reusable,
     // and is never read)
     let mut own = super::EXPORT_FILES.to_vec();
     own.sort_unstable();
-    m.input_key == key
+    let intact = m.input_key == key
         && m.files.keys().map(String::as_str).eq(own)
         && m.files.iter().all(|(name, hash)| {
             let path = dir.join(name);
             std::fs::symlink_metadata(&path).is_ok_and(|t| t.is_file())
                 && hash_file(&path).ok().as_deref() == Some(hash)
-        })
+        });
+    intact.then_some(m)
 }
 
 /// The input key prepare would give this dataset (used to decide reuse before embedding).

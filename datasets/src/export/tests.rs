@@ -764,3 +764,49 @@ fn a_file_hashed_through_the_buffer_has_the_hash_of_its_bytes() {
     }
     assert!(hash_file(&tmp.path().join("absent")).is_err());
 }
+
+#[test]
+fn the_head_is_the_loaded_exports_queries_and_only_of_an_intact_current_export() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("t");
+    let calls = std::rc::Rc::new(std::cell::Cell::new(0));
+    let (m, _) = prepare(
+        &source(),
+        || Ok(raw()),
+        &PrepareConfig::default(),
+        &mut fake(8, calls),
+        &dir,
+    )
+    .unwrap();
+    let head = read_head(&dir, &m.input_key)
+        .unwrap()
+        .expect("intact and current");
+    let e = load(&dir).unwrap();
+    assert_eq!(head.manifest, e.manifest);
+    let from_load: Vec<(String, Vec<String>)> = e
+        .queries
+        .iter()
+        .map(|q| {
+            let gold = q.gold.iter().map(|&g| e.chunks[g as usize].id.clone());
+            (q.id.clone(), gold.collect())
+        })
+        .collect();
+    let from_head: Vec<(String, Vec<String>)> = head
+        .queries
+        .iter()
+        .map(|q| (q.id.clone(), q.gold.clone()))
+        .collect();
+    assert_eq!(from_head, from_load);
+    // another input key (a changed input, config or model): prepare would rebuild, no head
+    assert!(read_head(&dir, "another key").unwrap().is_none());
+    assert!(read_head(&tmp.path().join("absent"), &m.input_key)
+        .unwrap()
+        .is_none());
+    // a damaged corpus, which the head never decodes, is still found by its hash
+    let corpus = dir.join("corpus.parquet");
+    let mut bytes = std::fs::read(&corpus).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0xff;
+    std::fs::write(&corpus, bytes).unwrap();
+    assert!(read_head(&dir, &m.input_key).unwrap().is_none());
+}
