@@ -149,18 +149,38 @@ pub struct PrepareThroughput {
     pub bm25_chunks_per_s: f64,
     /// Passages embedded (a sample).
     pub embedded: usize,
-    /// Embedding: passages per second (no cache).
+    /// Whether the sample is the longest passages (by the embedder's token count) rather than
+    /// the first ones.
+    pub longest: bool,
+    /// Mean tokens per embedded passage, by the embedder's own count after truncation.
+    pub embed_tokens_mean: f64,
+    /// Embedding: passages per second (no cache), from the median timed pass.
     pub embed_passages_per_s: f64,
+    /// Seconds of every timed pass (each embeds the whole sample, tokenisation included).
+    pub embed_passes_s: Vec<f64>,
     /// Model.
     pub model_id: String,
 }
 
-/// Measures prepare throughput on `dataset` (embedding `sample` passages, 0 = all).
+/// What `bench prepare` embeds and how often.
+#[derive(Debug, Clone)]
+pub struct PrepareOptions {
+    /// Passages to embed (0 = all).
+    pub sample: usize,
+    /// The `sample` passages with the most tokens (ties: the earlier passage), not the first.
+    pub longest: bool,
+    /// Timed passes over the sample (a warm-up pass comes first when more than one).
+    pub repeat: usize,
+    /// Write every embedded text and its vector here, one JSON object per line.
+    pub vectors: Option<std::path::PathBuf>,
+}
+
+/// Measures prepare throughput on `dataset`.
 pub fn prepare(
     campaign: &Campaign,
     dataset: &str,
     s: &DataSettings,
-    sample: usize,
+    opts: &PrepareOptions,
 ) -> Result<PrepareThroughput> {
     let t = Instant::now();
     let mut raw = data::read_dataset(campaign, dataset, s)?;
@@ -190,25 +210,59 @@ pub fn prepare(
                 .with_context(|| format!("loading {}", s.model_dir.display()))?,
         )
     };
-    let n = if sample == 0 {
-        texts.len()
+    let all: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let n = if opts.sample == 0 {
+        all.len()
     } else {
-        sample.min(texts.len())
+        opts.sample.min(all.len())
     };
-    let refs: Vec<&str> = texts.iter().take(n).map(String::as_str).collect();
-    let t = Instant::now();
-    let v = embedder.embed(&refs, &mut |_| {})?;
-    let embed_s = t.elapsed().as_secs_f64();
+    let (refs, tokens) = if opts.longest {
+        let counts = embedder.token_counts(&all)?;
+        let mut order: Vec<usize> = (0..all.len()).collect();
+        order.sort_by_key(|&i| (std::cmp::Reverse(counts[i]), i));
+        order.truncate(n);
+        order.sort_unstable();
+        let tokens: usize = order.iter().map(|&i| counts[i]).sum();
+        (order.iter().map(|&i| all[i]).collect::<Vec<_>>(), tokens)
+    } else {
+        let refs = all[..n].to_vec();
+        let tokens = embedder.token_counts(&refs)?.iter().sum();
+        (refs, tokens)
+    };
+    let repeat = opts.repeat.max(1);
+    if repeat > 1 {
+        std::hint::black_box(embedder.embed(&refs, &mut |_| {})?);
+    }
+    let mut passes = Vec::with_capacity(repeat);
+    let mut v = Vec::new();
+    for _ in 0..repeat {
+        let t = Instant::now();
+        v = embedder.embed(&refs, &mut |_| {})?;
+        passes.push(t.elapsed().as_secs_f64());
+    }
     if v.len() != n {
         bail!("embedder returned {} vectors for {n} texts", v.len());
     }
+    if let Some(path) = &opts.vectors {
+        let mut out = String::new();
+        for (text, vector) in refs.iter().zip(&v) {
+            let line = serde_json::json!({"text": text, "vector": vector});
+            out.push_str(&line.to_string());
+            out.push('\n');
+        }
+        crate::fsx::write_atomic(path, out.as_bytes())?;
+    }
+    let embed_s = metrics::median(&passes).unwrap_or(0.0);
     Ok(PrepareThroughput {
         dataset: dataset.into(),
         passages: texts.len(),
         read_s,
         bm25_chunks_per_s: texts.len() as f64 / bm25_s.max(1e-12),
         embedded: n,
+        longest: opts.longest,
+        embed_tokens_mean: tokens as f64 / n.max(1) as f64,
         embed_passages_per_s: n as f64 / embed_s.max(1e-12),
+        embed_passes_s: passes,
         model_id: embedder.model_id().to_string(),
     })
 }

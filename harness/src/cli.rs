@@ -500,6 +500,18 @@ pub struct BenchPrepareArgs {
     /// Passages to embed (0 = all).
     #[arg(long, default_value_t = 500)]
     pub sample: usize,
+    /// Embed the `--sample` passages with the most tokens instead of the first ones (the
+    /// long-passage case: most are cut at the model's window).
+    #[arg(long)]
+    pub longest: bool,
+    /// Timed embedding passes (after one warm-up pass when more than one); the median is
+    /// reported.
+    #[arg(long, default_value_t = 1, value_parser = at_least_one)]
+    pub repeat: usize,
+    /// Write every embedded text and its vector to this file, one JSON object per line
+    /// (`{"text": ..., "vector": [...]}`), e.g. for `scripts/embed_peer.py`.
+    #[arg(long)]
+    pub vectors: Option<PathBuf>,
     /// Write the results as JSON to this file.
     #[arg(long)]
     pub json: Option<PathBuf>,

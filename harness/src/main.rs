@@ -353,11 +353,22 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let threads =
                 std::env::var("RAYON_NUM_THREADS").unwrap_or_else(|_| "unset (all cores)".into());
             let mut all = Vec::new();
-            for name in select(&a.datasets, campaign.datasets.keys(), "dataset")? {
-                let r = bench::prepare(campaign, &name, &s.data, a.sample)?;
+            let names = select(&a.datasets, campaign.datasets.keys(), "dataset")?;
+            if a.vectors.is_some() && names.len() > 1 {
+                anyhow::bail!("--vectors takes one dataset (got {})", names.join(","));
+            }
+            let opts = bench::PrepareOptions {
+                sample: a.sample,
+                longest: a.longest,
+                repeat: a.repeat,
+                vectors: a.vectors.clone(),
+            };
+            for name in names {
+                let r = bench::prepare(campaign, &name, &s.data, &opts)?;
                 out!(
-                    "{}: {} passages; read {:.2} s; tokenise+BM25 {:.0} chunks/s; embed {:.1} passages/s ({} passages, {}, RAYON_NUM_THREADS={threads})",
+                    "{}: {} passages; read {:.2} s; tokenise+BM25 {:.0} chunks/s; embed {:.1} passages/s ({} {}passages, {:.1} tokens each, median of {} passes, {}, RAYON_NUM_THREADS={threads})",
                     r.dataset, r.passages, r.read_s, r.bm25_chunks_per_s, r.embed_passages_per_s, r.embedded,
+                    if r.longest { "longest " } else { "" }, r.embed_tokens_mean, r.embed_passes_s.len(),
                     hopbench_datasets::embed::describe_model(&r.model_id)
                 );
                 all.push(r);

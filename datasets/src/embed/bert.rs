@@ -327,10 +327,20 @@ impl Bert {
                 let w = &self.word[id * h..(id + 1) * h];
                 let pe = &self.position[p * h..(p + 1) * h];
                 let te = &self.token_type[t * h..(t + 1) * h];
-                for i in 0..h {
-                    row[i] = w[i] + pe[i] + te[i];
-                }
-                kernels::layer_norm_row(row, &self.emb_norm.gamma, &self.emb_norm.beta, self.eps);
+                kernels::vectorized(
+                    #[inline(always)]
+                    || {
+                        for i in 0..h {
+                            row[i] = w[i] + pe[i] + te[i];
+                        }
+                        kernels::layer_norm_row(
+                            row,
+                            &self.emb_norm.gamma,
+                            &self.emb_norm.beta,
+                            self.eps,
+                        );
+                    },
+                )
             });
         Tensor::from_vec(out, (rows, h), &Device::Cpu)
     }

@@ -119,6 +119,17 @@ impl TextEmbedder for HashingEmbedder {
         progress(texts.len());
         Ok(out)
     }
+    /// The BM25 analyser's tokens (what the vector hashes).
+    fn token_counts(&self, texts: &[&str]) -> Result<Vec<usize>> {
+        Ok(texts
+            .iter()
+            .map(|t| {
+                let mut n = 0;
+                self.tokenizer.for_each_token(t, |_| n += 1);
+                n
+            })
+            .collect())
+    }
 }
 
 #[cfg(test)]

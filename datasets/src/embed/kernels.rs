@@ -4,9 +4,49 @@
 //! GELU are four passes and four allocations); these kernels do one pass, in place where they can,
 //! parallel over rows. Every kernel is row-local with a fixed summation order, so a row's result
 //! does not depend on the other rows, on the row count, or on the thread count.
+//!
+//! Each kernel's loop is compiled for several instruction sets and the widest the CPU has is
+//! chosen at run time ([`vectorized`]). The loops are element-wise or sum in an explicit fixed
+//! order, and Rust never fuses a multiply and an add on its own, so every instruction set gives
+//! the same bits.
 
 use candle_core::{CpuStorage, InplaceOp1, InplaceOp2, Layout};
 use rayon::prelude::*;
+
+/// Runs `f` compiled for the widest vector instructions this CPU has (AVX-512, AVX2 + FMA, or
+/// the baseline), detected at run time. `f` must be `#[inline(always)]` and call only
+/// `#[inline(always)]` functions, or what it calls is compiled for the baseline.
+#[inline(always)]
+pub(crate) fn vectorized<R>(f: impl FnOnce() -> R) -> R {
+    pulp::Arch::new().dispatch(f)
+}
+
+/// The matrix kernel the `gemm` crate picks on this CPU, by the rule it applies at run time
+/// (its `init_gemm_fn`): the vectors' last bits depend on it, so it is part of the model id.
+pub(crate) fn gemm_kernel() -> &'static str {
+    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            "avx512f"
+        } else if std::arch::is_x86_feature_detected!("fma") {
+            "fma"
+        } else {
+            "scalar"
+        }
+    }
+    #[cfg(target_arch = "aarch64")]
+    {
+        if std::arch::is_aarch64_feature_detected!("neon") {
+            "neon"
+        } else {
+            "scalar"
+        }
+    }
+    #[cfg(not(any(target_arch = "x86", target_arch = "x86_64", target_arch = "aarch64")))]
+    {
+        "scalar"
+    }
+}
 
 /// Rows per rayon task: enough work per task to amortise scheduling.
 fn rows_per_task(row_len: usize) -> usize {
@@ -61,7 +101,7 @@ pub(crate) fn sum8(xs: &[f32]) -> f32 {
 }
 
 /// Sum of squared deviations from `mean`, accumulated like [`sum8`].
-#[inline]
+#[inline(always)]
 fn sq_dev8(xs: &[f32], mean: f32) -> f32 {
     let mut acc = [0f32; 8];
     let chunks = xs.chunks_exact(8);
@@ -81,7 +121,7 @@ fn sq_dev8(xs: &[f32], mean: f32) -> f32 {
 }
 
 /// Layer norm of one row in place (two-pass mean and variance, biased variance as in torch).
-#[inline]
+#[inline(always)]
 pub(crate) fn layer_norm_row(row: &mut [f32], gamma: &[f32], beta: &[f32], eps: f32) {
     let n = row.len() as f32;
     let mean = sum8(row) / n;
@@ -144,11 +184,16 @@ impl InplaceOp1 for BiasGelu<'_> {
         }
         data.par_chunks_mut(width * rows_per_task(width))
             .for_each(|block| {
-                for row in block.chunks_exact_mut(width) {
-                    for (x, b) in row.iter_mut().zip(self.bias) {
-                        *x = gelu(*x + b);
-                    }
-                }
+                vectorized(
+                    #[inline(always)]
+                    || {
+                        for row in block.chunks_exact_mut(width) {
+                            for (x, b) in row.iter_mut().zip(self.bias) {
+                                *x = gelu(*x + b);
+                            }
+                        }
+                    },
+                )
             });
         Ok(())
     }
@@ -184,12 +229,18 @@ impl InplaceOp2 for BiasResidualLayerNorm<'_> {
         data.par_chunks_mut(chunk)
             .zip(residual.par_chunks(chunk))
             .for_each(|(block, res)| {
-                for (row, res) in block.chunks_exact_mut(width).zip(res.chunks_exact(width)) {
-                    for ((x, b), r) in row.iter_mut().zip(self.bias).zip(res) {
-                        *x = *x + b + r;
-                    }
-                    layer_norm_row(row, self.gamma, self.beta, self.eps);
-                }
+                vectorized(
+                    #[inline(always)]
+                    || {
+                        for (row, res) in block.chunks_exact_mut(width).zip(res.chunks_exact(width))
+                        {
+                            for ((x, b), r) in row.iter_mut().zip(self.bias).zip(res) {
+                                *x = *x + b + r;
+                            }
+                            layer_norm_row(row, self.gamma, self.beta, self.eps);
+                        }
+                    },
+                )
             });
         Ok(())
     }
@@ -217,11 +268,16 @@ impl InplaceOp1 for AddBias<'_> {
         }
         data.par_chunks_mut(width * rows_per_task(width))
             .for_each(|block| {
-                for row in block.chunks_exact_mut(width) {
-                    for (x, b) in row.iter_mut().zip(self.bias) {
-                        *x += b;
-                    }
-                }
+                vectorized(
+                    #[inline(always)]
+                    || {
+                        for row in block.chunks_exact_mut(width) {
+                            for (x, b) in row.iter_mut().zip(self.bias) {
+                                *x += b;
+                            }
+                        }
+                    },
+                )
             });
         Ok(())
     }
@@ -271,15 +327,20 @@ impl InplaceOp1 for SoftmaxLastDim {
         }
         data.par_chunks_mut(width * rows_per_task(width))
             .for_each(|block| {
-                for row in block.chunks_exact_mut(width) {
-                    softmax_row(row);
-                }
+                vectorized(
+                    #[inline(always)]
+                    || {
+                        for row in block.chunks_exact_mut(width) {
+                            softmax_row(row);
+                        }
+                    },
+                )
             });
         Ok(())
     }
 }
 
-#[inline]
+#[inline(always)]
 fn softmax_row(row: &mut [f32]) {
     let mut acc = [f32::NEG_INFINITY; 8];
     let chunks = row.chunks_exact(8);

@@ -119,10 +119,19 @@ fn embed_tiny_model_loads_and_embeds() {
     // sentence_bert_config.json says 256; the position table has 64.
     assert_eq!(e.max_seq_length(), TINY_MAX_POSITIONS);
     assert_eq!(e.name(), "tiny-bert");
-    let (name, hash) = e.model_id().split_once('@').unwrap();
+    let (name, rest) = e.model_id().split_once('@').unwrap();
     assert_eq!(name, "tiny-bert");
+    let (hash, arithmetic) = rest.split_once('+').unwrap();
     assert_eq!(hash.len(), 16);
     assert!(hash.chars().all(|c| c.is_ascii_hexdigit()));
+    assert_eq!(
+        arithmetic,
+        format!("{ARITHMETIC_VERSION}.{}", kernels::gemm_kernel())
+    );
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx512f") {
+        assert!(arithmetic.ends_with(".avx512f"), "{arithmetic}");
+    }
 
     let texts = [
         "The cat sat on the mat.",
@@ -282,6 +291,9 @@ impl TextEmbedder for Counting<'_> {
         self.texts.set(self.texts.get() + texts.len());
         self.inner.embed(texts, progress)
     }
+    fn token_counts(&self, texts: &[&str]) -> Result<Vec<usize>> {
+        self.inner.token_counts(texts)
+    }
 }
 
 #[test]
@@ -326,7 +338,7 @@ fn embed_cache_round_trip_and_hits() {
         .to_str()
         .unwrap()
         .to_string();
-    assert_eq!(name, e.model_id().replace('@', "_") + ".vecs");
+    assert_eq!(name, e.model_id().replace(['@', '+'], "_") + ".vecs");
     assert!(cache.path().is_file());
     // No temporary file is left behind.
     assert_eq!(std::fs::read_dir(&cache_dir).unwrap().count(), 1);
@@ -554,7 +566,44 @@ fn embed_real_model_semantics() {
 #[test]
 fn embed_real_model_vector_is_independent_of_batch() {
     let Some(e) = real_model() else { return };
-    check_alone_equals_batched(e, &mixed_texts());
+    let mut texts = mixed_texts();
+    // Long texts (up to the 256-token window), so that batches close on their token budget.
+    for i in 0..14usize {
+        let t: Vec<String> = (0..(120 + i * 13))
+            .map(|j| format!("w{}", (i * 31 + j * 7) % 97))
+            .collect();
+        texts.push(t.join(" "));
+    }
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let total: usize = e.token_counts(&refs).unwrap().iter().sum();
+    assert!(total > 2 * MAX_BATCH_TOKENS, "{total} tokens");
+    check_alone_equals_batched(e, &texts);
+}
+
+#[test]
+fn batches_hold_at_most_their_texts_and_tokens_and_keep_the_order() {
+    let lens = [5usize, 3000, 700, 700, 700, 10, 1, 1];
+    let order: Vec<usize> = (0..lens.len()).collect();
+    let got = pack_batches(&order, |i| lens[i]);
+    let want: Vec<&[usize]> = vec![&[0], &[1], &[2, 3], &[4, 5, 6, 7]];
+    assert_eq!(got, want);
+    // the text count closes a batch too
+    let many: Vec<usize> = (0..(2 * MAX_BATCH + 1)).collect();
+    let got = pack_batches(&many, |_| 1);
+    assert_eq!(
+        got.iter().map(|b| b.len()).collect::<Vec<_>>(),
+        vec![MAX_BATCH, MAX_BATCH, 1]
+    );
+    assert!(pack_batches(&[], |_| 1).is_empty());
+    // every batch within both limits unless it is one text
+    let lens: Vec<usize> = (0..500).map(|i| 1 + (i * 37) % 300).collect();
+    let order: Vec<usize> = (0..lens.len()).collect();
+    let got = pack_batches(&order, |i| lens[i]);
+    assert_eq!(got.concat(), order);
+    for b in &got {
+        let sum: usize = b.iter().map(|&i| lens[i]).sum();
+        assert!(b.len() <= MAX_BATCH && (sum <= MAX_BATCH_TOKENS || b.len() == 1));
+    }
 }
 
 /// A slow, obvious f64 BERT forward pass straight from `model.safetensors` (torch weight
