@@ -82,6 +82,10 @@ pub enum Error {
         /// What went wrong.
         message: String,
     },
+    /// An error met before and kept, given again to each later caller: a part of an export
+    /// read on demand whose read failed is not read again.
+    #[error("{0}")]
+    Repeated(std::sync::Arc<Error>),
     /// A configuration value is invalid.
     #[error("{context}: {message}")]
     Config {

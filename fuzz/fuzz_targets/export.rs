@@ -331,11 +331,20 @@ fn guards_on() -> bool {
 }
 
 /// What a leg does with a loaded export, on every chunk, query and node: `load` validated it,
-/// so none of this may panic.
+/// so none of this may panic. The parts read on demand (texts, vectors) may fail, with an error,
+/// and must hold a row per chunk when they do not.
 fn use_export(e: &export::Export) {
     let tok = Tokenizer::english();
+    if let Ok(texts) = e.texts() {
+        assert_eq!(texts.len(), e.chunks.len());
+    }
+    for rows in [e.embeddings().ok(), e.content_embeddings().ok().flatten()]
+        .into_iter()
+        .flatten()
+    {
+        assert_eq!(rows.len(), e.chunks.len() * e.dim);
+    }
     for i in 0..e.chunks.len() as u32 {
-        let _ = e.embedding(i);
         if let Some(d) = e.doc_of(i) {
             let _ = &e.docs[d as usize];
         }

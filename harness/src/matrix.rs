@@ -468,8 +468,9 @@ fn run_cell(
             summary::write_summary(&paths.summary, &cell)?;
             return Ok(((cell, CellOutcome::Missing), None));
         }
-        Err(e @ LegError::Engine(_)) => {
-            // an engine that cannot start fails its cell, not the run
+        Err(e @ (LegError::Engine(_) | LegError::Export(_))) => {
+            // an engine that cannot start, or an export file that no longer reads, fails its
+            // cell, not the run
             let cell = CellSummary::without_numbers(
                 dataset,
                 leg_name,

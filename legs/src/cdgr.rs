@@ -195,13 +195,13 @@ pub struct ExportSpace<'a> {
 }
 
 impl<'a> ExportSpace<'a> {
-    /// The space of `export`.
-    pub fn of(export: &'a Export) -> Self {
-        ExportSpace {
-            vectors: &export.embeddings,
+    /// The space of `export` (its vectors read on the first call, [`Export::embeddings`]).
+    pub fn of(export: &'a Export) -> Result<Self, LegError> {
+        Ok(ExportSpace {
+            vectors: export.embeddings()?,
             dim: export.dim,
             graph: &export.simgraph,
-        }
+        })
     }
 
     fn row(&self, i: u32) -> &[f32] {
@@ -728,12 +728,9 @@ impl CdgrLeg {
                  dataset has no decompositions (no sub-query vectors)"
             )));
         }
-        let counter = c.token_counter.build()?;
-        let tokens = export
-            .chunks
-            .iter()
-            .map(|ch| counter.count(&ch.full_text()))
-            .collect();
+        let tokens = crate::tokens::chunk_tokens(export, &c.token_counter)?;
+        // the facts are the export's vectors: read now, so a damaged file fails the build
+        ExportSpace::of(export)?;
         Ok(CdgrLeg {
             params: c.params(name)?,
             budget: c.budget,
@@ -750,7 +747,7 @@ impl Leg for CdgrLeg {
     }
 
     fn retrieve(&self, q: &QueryInput<'_>) -> Result<Retrieval, LegError> {
-        let space = ExportSpace::of(&self.export);
+        let space = ExportSpace::of(&self.export)?;
         let mut diagnostics = BTreeMap::new();
         let subs = if self.mode.task() {
             self.export.subquery_vectors(q.index)

@@ -150,6 +150,17 @@ pub enum LegError {
     /// out or broke the protocol); the cell is recorded as `error` with this reason.
     #[error("{0}")]
     Engine(EngineError),
+    /// A part of the export read on demand (the chunks' texts or vectors) could not be read:
+    /// its file no longer matches the manifest's hash, or does not decode. The cell is recorded
+    /// as `error` with the message, which names the file.
+    #[error("{0}")]
+    Export(String),
+}
+
+impl From<hopbench_datasets::Error> for LegError {
+    fn from(e: hopbench_datasets::Error) -> Self {
+        LegError::Export(e.to_string())
+    }
 }
 
 impl LegError {

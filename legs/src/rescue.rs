@@ -418,7 +418,10 @@ pub(crate) mod fixtures {
             &dir,
         )
         .unwrap();
-        export::load(&dir).unwrap()
+        // the directory goes with `tmp`: read the parts read on demand while it is there
+        let export = export::load(&dir).unwrap();
+        export.read_all().unwrap();
+        export
     }
 
     /// The fake model's vector of one text.
@@ -656,8 +659,9 @@ mod tests {
         );
         let texts: Vec<String> = (0..200)
             .map(|i| {
-                let a = &export.chunks[(i * 29) % export.chunks.len()].title;
-                let b = &export.chunks[(i * 31 + 7) % export.chunks.len()].title;
+                let texts = export.texts().unwrap();
+                let a = &texts[(i * 29) % texts.len()].title;
+                let b = &texts[(i * 31 + 7) % texts.len()].title;
                 format!("Who is the spouse of the director of {a} and {b}?")
             })
             .collect();

@@ -12,6 +12,7 @@
 //!
 //! Configuration is a [`TokenCounterSpec`]: `"heuristic"` or `{"tiktoken": "cl100k_base"}`.
 
+use hopbench_datasets::export::Export;
 use serde::{Deserialize, Serialize};
 use tiktoken_rs::CoreBPE;
 
@@ -104,6 +105,21 @@ impl TokenCounter for TiktokenCounter {
     }
 }
 
+/// Each chunk's cost under `spec`, by chunk index. The heuristic counter's is the export's own
+/// `token_count` (the same function of the same text, computed when the export was built), so
+/// no text is read; any other counter reads the texts ([`Export::texts`]) and counts them.
+pub fn chunk_tokens(export: &Export, spec: &TokenCounterSpec) -> Result<Vec<u32>, LegError> {
+    let counter = spec.build()?;
+    if *spec == TokenCounterSpec::Heuristic {
+        return Ok(export.chunks.iter().map(|c| c.tokens).collect());
+    }
+    Ok(export
+        .texts()?
+        .iter()
+        .map(|t| counter.count(&t.full_text()))
+        .collect())
+}
+
 /// Which counter a run uses: `"heuristic"` (default) or `{"tiktoken": "<encoding>"}`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
@@ -151,6 +167,26 @@ impl TokenCounterSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_heuristic_costs_are_the_exports_counts_of_the_texts() {
+        // the fast path (the export's `token_count`) against counting every text again
+        let export = crate::rescue::fixtures::synthetic();
+        let fast = chunk_tokens(&export, &TokenCounterSpec::Heuristic).unwrap();
+        let slow: Vec<u32> = export
+            .texts()
+            .unwrap()
+            .iter()
+            .map(|t| HeuristicCounter.count(&t.full_text()))
+            .collect();
+        assert_eq!(fast, slow);
+        assert!(fast.iter().any(|&t| t > 0));
+        // another counter counts the texts
+        let tik = TokenCounterSpec::Tiktoken("cl100k_base".into());
+        let counted = chunk_tokens(&export, &tik).unwrap();
+        assert_eq!(counted.len(), export.chunks.len());
+        assert_ne!(counted, fast);
+    }
 
     #[test]
     fn heuristic_counter_name_and_count() {

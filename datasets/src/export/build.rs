@@ -6,7 +6,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
-use super::{Chunk, EmbedFn, ExternalTables, PrepareConfig, QueryRecord, Source};
+use super::{Chunk, ChunkText, EmbedFn, ExternalTables, PrepareConfig, QueryRecord, Source};
 use crate::enrich::{self, KnowledgeGraph};
 use crate::error::{Error, Result};
 use crate::lexical::{Bm25Index, Tokenizer};
@@ -19,6 +19,8 @@ use crate::vectors_file::{VectorSet, VectorTable};
 pub(super) struct Built {
     pub(super) dim: usize,
     pub(super) chunks: Vec<Chunk>,
+    /// What each chunk says, by chunk index.
+    pub(super) texts: Vec<ChunkText>,
     pub(super) docs: Vec<String>,
     pub(super) embeddings: Vec<f32>,
     pub(super) content_embeddings: Option<Vec<f32>>,
@@ -150,21 +152,24 @@ pub(super) fn build(
             format!("{} must be greater than char_start ({})", s.end, s.start),
         ));
     }
+    let texts: Vec<ChunkText> = passages
+        .iter()
+        .map(|p| ChunkText {
+            title: p.title.clone(),
+            text: p.text.clone(),
+            header: p.header.clone(),
+            joiner: source.protocol.joiner,
+        })
+        .collect();
+    let full: Vec<String> = texts.iter().map(ChunkText::full_text).collect();
     let chunks: Vec<Chunk> = passages
         .iter()
-        .map(|p| {
-            let mut c = Chunk {
-                id: p.id.clone(),
-                doc: p.doc.as_deref().map(|d| doc_index[d]),
-                title: p.title.clone(),
-                text: p.text.clone(),
-                header: p.header.clone(),
-                joiner: source.protocol.joiner,
-                tokens: 0,
-                span: spans.get(&p.id).copied(),
-            };
-            c.tokens = heuristic_tokens(&c.full_text());
-            c
+        .zip(&full)
+        .map(|(p, full)| Chunk {
+            id: p.id.clone(),
+            doc: p.doc.as_deref().map(|d| doc_index[d]),
+            tokens: heuristic_tokens(full),
+            span: spans.get(&p.id).copied(),
         })
         .collect();
 
@@ -222,11 +227,10 @@ pub(super) fn build(
     }
 
     let tokenizer = Tokenizer::english();
-    let full: Vec<String> = chunks.iter().map(Chunk::full_text).collect();
     let bm25 = crate::stages::timed("bm25", || {
         Bm25Index::build(full.iter().map(String::as_str), &tokenizer, config.bm25)
     });
-    let titled: Vec<(&str, &str)> = chunks
+    let titled: Vec<(&str, &str)> = texts
         .iter()
         .zip(&full)
         .map(|(c, f)| (c.title.as_str(), f.as_str()))
@@ -237,9 +241,9 @@ pub(super) fn build(
         .iter()
         .map(|q| q.decomposition.as_deref().map(subquery_texts))
         .collect();
-    let any_header = chunks.iter().any(|c| c.header.is_some());
+    let any_header = texts.iter().any(|t| t.header.is_some());
     let v = crate::stages::timed("embed", || match external {
-        None => embedded(&chunks, &full, &queries, &sub_texts, any_header, embed),
+        None => embedded(&texts, &full, &queries, &sub_texts, any_header, embed),
         Some(x) => from_files(x, &chunks, &queries, any_header),
     })?;
     // an embed-only pass (`scratch` None) keeps nothing but the vectors it embedded
@@ -259,6 +263,7 @@ pub(super) fn build(
     Ok(Built {
         dim: v.dim,
         chunks,
+        texts,
         docs,
         embeddings: v.embeddings,
         content_embeddings: v.content,
@@ -287,7 +292,7 @@ struct VectorSets {
 /// The vector sets from the embedder: passages, content only (where some chunk has a header),
 /// queries and sub-queries.
 fn embedded(
-    chunks: &[Chunk],
+    texts: &[ChunkText],
     full: &[String],
     queries: &[QueryRecord],
     sub_texts: &[Option<Vec<String>>],
@@ -298,7 +303,7 @@ fn embedded(
     let refs: Vec<&str> = full.iter().map(String::as_str).collect();
     let embeddings = flatten((embed.embed)(&refs, "passages")?, dim, "passages")?;
     let content = if any_header {
-        let content: Vec<&str> = chunks.iter().map(|c| c.text.as_str()).collect();
+        let content: Vec<&str> = texts.iter().map(|t| t.text.as_str()).collect();
         Some(flatten(
             (embed.embed)(&content, "passages (content only)")?,
             dim,

@@ -32,7 +32,7 @@
 //!
 //! A chunk's `context_header`, and how it joins `text`, are the source's [`Protocol`] (applied by
 //! the build, recorded in the manifest's `protocol` and its input key): `embedding` and the BM25
-//! index are over [`Chunk::full_text`], `embedding_content` over `text` alone wherever some
+//! index are over [`ChunkText::full_text`], `embedding_content` over `text` alone wherever some
 //! chunk has a header (the text-alone ablation).
 //!
 //! The knowledge graph ([`crate::enrich`]) is built over `(title, header + text)` of the sorted
@@ -61,6 +61,7 @@
 mod build;
 mod head;
 mod identity;
+mod on_demand;
 mod read;
 mod write;
 
@@ -76,6 +77,7 @@ use crate::model::{RawDataset, Span, SpannedDataset, SubQuestion, Turn};
 use crate::protocol::{Joiner, Protocol};
 use crate::simgraph::{SimGraph, SimGraphConfig, SIMGRAPH_FILES};
 use crate::vectors_file::{VectorFiles, VectorSet, VectorTable};
+use on_demand::OnDemand;
 
 pub use build::{subquery_ids, subquery_texts};
 pub use head::{read_head, ExportHead, QueryHead};
@@ -132,13 +134,24 @@ pub struct Source {
     pub vectors: Option<VectorFiles>,
 }
 
-/// One chunk of the corpus.
+/// One chunk of the corpus, as every leg reads it. What it says is [`ChunkText`], read only where
+/// something asks for it ([`Export::texts`]): most legs rank by ids, vectors and indexes, and a
+/// million chunks' texts are hundreds of megabytes.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Chunk {
     /// Record id (the corpus is sorted by it).
     pub id: String,
     /// Document index into [`Export::docs`], `None` when unknown.
     pub doc: Option<u32>,
+    /// Heuristic token count of the text the LLM would receive ([`ChunkText::full_text`]).
+    pub tokens: u32,
+    /// Where the chunk lies in its document's text, for chunks cut from longer documents.
+    pub span: Option<Span>,
+}
+
+/// What a chunk says: its title, context header and body.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChunkText {
     /// Title as published.
     pub title: String,
     /// Body text.
@@ -148,13 +161,9 @@ pub struct Chunk {
     pub header: Option<String>,
     /// How the header joins the body (the export's [`Protocol::joiner`]).
     pub joiner: Joiner,
-    /// Heuristic token count of the text the LLM would receive ([`Chunk::full_text`]).
-    pub tokens: u32,
-    /// Where the chunk lies in its document's text, for chunks cut from longer documents.
-    pub span: Option<Span>,
 }
 
-impl Chunk {
+impl ChunkText {
     /// The text that is embedded, indexed and handed to an LLM: header, joiner and body, or the
     /// body alone.
     pub fn full_text(&self) -> String {
@@ -304,7 +313,11 @@ impl Manifest {
     }
 }
 
-/// A loaded export: everything a leg or the harness needs, in memory.
+/// A loaded export: what every leg reads is in memory; the chunks' texts and vectors are read
+/// from `corpus.parquet` when first asked for ([`Export::texts`], [`Export::embeddings`],
+/// [`Export::content_embeddings`]), so a run holds only what its legs use (a lexical leg over a
+/// million chunks never decodes 1.5 GB of vectors). Such a read checks the file against the
+/// manifest's hash again first, as [`load`] did: nothing read back is trusted unverified.
 #[derive(Debug)]
 pub struct Export {
     /// Where it was read from.
@@ -317,11 +330,15 @@ pub struct Export {
     pub docs: Vec<String>,
     /// Vector dimension.
     pub dim: usize,
-    /// Header+content vectors, row-major `chunks.len() x dim`.
-    pub embeddings: Vec<f32>,
-    /// Content-only (text alone) vectors where some chunk has a context header (`None`
-    /// otherwise: the header+content vectors are the text alone then).
-    pub content_embeddings: Option<Vec<f32>>,
+    /// The chunks' texts, by chunk index (read on demand).
+    texts: OnDemand<Vec<ChunkText>>,
+    /// Header+content vectors, row-major `chunks.len() x dim` (read on demand).
+    embeddings: OnDemand<Vec<f32>>,
+    /// Whether `corpus.parquet` has content-only vectors (`embedding_content`).
+    has_content_embeddings: bool,
+    /// Content-only (text alone) vectors where some chunk has a context header (read on
+    /// demand).
+    content_embeddings: OnDemand<Vec<f32>>,
     /// Queries in dataset order.
     pub queries: Vec<QueryRecord>,
     /// Query vectors, row-major.
@@ -332,7 +349,7 @@ pub struct Export {
     pub kg: KnowledgeGraph,
     /// Its query-time indices.
     pub kg_index: KgIndex,
-    /// The chunk similarity graph (kNN over `embeddings`, with communities).
+    /// The chunk similarity graph (kNN over the embeddings, with communities).
     pub simgraph: SimGraph,
     /// Per query: its decomposition's sub-question vectors, flattened (`dim` each, in hop
     /// order; see [`subquery_texts`]), `None` without a decomposition.
@@ -340,10 +357,49 @@ pub struct Export {
 }
 
 impl Export {
-    /// Chunk `i`'s header+content vector.
-    pub fn embedding(&self, i: u32) -> &[f32] {
-        &self.embeddings[i as usize * self.dim..(i as usize + 1) * self.dim]
+    /// The chunks' texts, by chunk index: read from `corpus.parquet` (hash checked first) on the
+    /// first call, the same slice after. A read that failed fails again, with the same error,
+    /// without reading the file again.
+    pub fn texts(&self) -> Result<&[ChunkText]> {
+        self.texts
+            .get_or_read(|| read::texts(self))
+            .map(Vec::as_slice)
     }
+
+    /// Header+content vectors, row-major `chunks.len() x dim`: read from `corpus.parquet` (hash
+    /// checked first) on the first call, streamed into one buffer, the same slice after.
+    pub fn embeddings(&self) -> Result<&[f32]> {
+        self.embeddings
+            .get_or_read(|| read::vectors(self, "embedding"))
+            .map(Vec::as_slice)
+    }
+
+    /// Whether the export has content-only (text alone) vectors: where some chunk has a
+    /// context header and the vectors were embedded or brought. Known without reading them.
+    pub fn has_content_embeddings(&self) -> bool {
+        self.has_content_embeddings
+    }
+
+    /// Content-only vectors (`None` where [`Export::has_content_embeddings`] is false: the
+    /// header+content vectors are the text alone then), read as [`Export::embeddings`] are.
+    pub fn content_embeddings(&self) -> Result<Option<&[f32]>> {
+        if !self.has_content_embeddings {
+            return Ok(None);
+        }
+        self.content_embeddings
+            .get_or_read(|| read::vectors(self, "embedding_content"))
+            .map(|v| Some(v.as_slice()))
+    }
+
+    /// Reads every part read on demand now: for an export whose directory will not outlive
+    /// it (a temporary one), or to pay the reads up front.
+    pub fn read_all(&self) -> Result<&Self> {
+        self.texts()?;
+        self.embeddings()?;
+        self.content_embeddings()?;
+        Ok(self)
+    }
+
     /// Query `q`'s vector.
     pub fn query_embedding(&self, q: usize) -> &[f32] {
         &self.query_embeddings[q * self.dim..(q + 1) * self.dim]

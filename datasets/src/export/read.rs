@@ -1,18 +1,29 @@
 //! An export directory -> [`Export`]: every file checked against the manifest's hashes, then
 //! read through validating readers whose errors name the file, the row and the column.
+//!
+//! What every leg reads (ids, documents, token counts, spans, the graphs, the BM25 index, the
+//! queries) is decoded here; the chunks' texts and vectors are not: [`texts`] and [`vectors`]
+//! read them on a leg's first request, checking the corpus file's hash again first. Vectors are
+//! streamed into one contiguous buffer, never decoded whole and copied.
 
 use std::collections::{BTreeSet, HashMap};
 use std::fs;
 use std::path::Path;
 
 use super::identity::{hash_file, read_manifest};
-use super::{Bm25Stats, Chunk, Export, QueryRecord, EXPORT_FILES, EXPORT_VERSION};
+use super::on_demand::OnDemand;
+use super::{Bm25Stats, Chunk, ChunkText, Export, QueryRecord, EXPORT_FILES, EXPORT_VERSION};
 use crate::enrich::{self, KgIndex};
 use crate::error::{Error, Result};
 use crate::lexical::{Bm25Index, Bm25Parts, Tokenizer};
 use crate::model::{Span, SubQuestion};
 use crate::parquet_io::{self as pq, Columns};
 use crate::simgraph::SimGraph;
+
+/// The corpus columns read on demand, not by [`load`].
+const TEXT_COLUMNS: [&str; 3] = ["title", "text", "context_header"];
+/// The corpus's vector columns (`embedding_content` only where some chunk has a header).
+const VECTOR_COLUMNS: [&str; 2] = ["embedding", "embedding_content"];
 
 fn sorted<'a>(names: &[&'a str]) -> Vec<&'a str> {
     let mut v = names.to_vec();
@@ -51,32 +62,27 @@ pub fn load(dir: &Path) -> Result<Export> {
             ),
         ));
     }
-    for (name, hash) in &manifest.files {
-        let path = dir.join(name);
-        if !std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file()) {
-            return Err(Error::field(
-                &path,
-                "file",
-                "type",
-                "is missing or not a regular file: re-run prepare",
-            ));
-        }
-        let actual = hash_file(&path)?;
-        if &actual != hash {
-            return Err(Error::field(
-                &path,
-                "file",
-                "blake3",
-                format!(
-                    "is {actual}, manifest says {hash}: the export was modified; re-run prepare"
-                ),
-            ));
-        }
+    for name in manifest.files.keys() {
+        verify(dir, &manifest, name)?;
     }
     let dim = manifest.dim;
 
     let path = dir.join("corpus.parquet");
-    let table = pq::Table::read(&path)?;
+    let schema = pq::column_names(&path)?;
+    for required in ["title", "text", "context_header", "embedding"] {
+        if !schema.iter().any(|c| c == required) {
+            return Err(Error::field(&path, "schema", required, "column is missing"));
+        }
+    }
+    let has_content_embeddings = schema.iter().any(|c| c == "embedding_content");
+    // everything but the texts and the vectors, which are read on demand; the titles are
+    // decoded for the knowledge graph's checks (every node is some chunk's title), then dropped
+    let eager: Vec<&str> = schema
+        .iter()
+        .map(String::as_str)
+        .filter(|&c| c == "title" || (!TEXT_COLUMNS.contains(&c) && !VECTOR_COLUMNS.contains(&c)))
+        .collect();
+    let table = pq::Table::read_columns(&path, &eager)?;
     let cols = table.columns();
     let ids = cols.strings("chunk_id")?;
     if let Some(w) = ids.windows(2).position(|w| w[0] >= w[1]) {
@@ -108,17 +114,8 @@ pub fn load(dir: &Path) -> Result<Export> {
             _ => return Err(bad("char_end", "one of char_start and char_end is null")),
         });
     }
-    let titles = cols.strings("title")?;
-    let texts = cols.strings("text")?;
-    let headers = cols.opt_strings("context_header")?;
     let tokens = cols.u32s("token_count")?;
     let kg = enrich::read_kg(dir, &cols)?;
-    let embeddings = cols.vectors("embedding", dim)?;
-    let content_embeddings = if cols.has("embedding_content") {
-        Some(cols.vectors("embedding_content", dim)?)
-    } else {
-        None
-    };
     let doc_set: BTreeSet<&str> = doc_ids.iter().flatten().map(String::as_str).collect();
     let docs: Vec<String> = doc_set.iter().map(|s| s.to_string()).collect();
     let doc_index: HashMap<&str, u32> = docs
@@ -130,10 +127,6 @@ pub fn load(dir: &Path) -> Result<Export> {
         .map(|i| Chunk {
             id: ids[i].clone(),
             doc: doc_ids[i].as_deref().map(|d| doc_index[d]),
-            title: titles[i].clone(),
-            text: texts[i].clone(),
-            header: headers[i].clone(),
-            joiner: manifest.protocol.joiner,
             tokens: tokens[i],
             span: spans[i],
         })
@@ -145,11 +138,16 @@ pub fn load(dir: &Path) -> Result<Export> {
         .collect();
 
     let path = dir.join("queries.parquet");
-    let table = pq::Table::read(&path)?;
+    let names: Vec<String> = pq::column_names(&path)?
+        .into_iter()
+        .filter(|c| c != "embedding")
+        .collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let table = pq::Table::read_columns(&path, &names)?;
     let cols = table.columns();
     let qids = cols.strings("query_id")?;
     let qtexts = cols.strings("text")?;
-    let query_embeddings = cols.vectors("embedding", dim)?;
+    let query_embeddings = pq::read_vectors(&path, "embedding", dim, qids.len())?;
     let gold_ids = cols.string_lists("gold_chunk_ids")?;
     let chains = cols.opt_strings("chain_json")?;
     let decomps = cols.opt_strings("decomposition_json")?;
@@ -284,29 +282,27 @@ pub fn load(dir: &Path) -> Result<Export> {
     let table = pq::Table::read(&path)?;
     let cols = table.columns();
     let terms = cols.strings("term")?;
-    let runs_c = cols.u32_lists("chunks")?;
-    let runs_t = cols.u32_lists("tfs")?;
-    let mut parts = Bm25Parts {
+    let (ends_c, post_chunk) = cols.u32_lists_flat("chunks")?;
+    let (ends_t, post_tf) = cols.u32_lists_flat("tfs")?;
+    if let Some(row) = ends_c.iter().zip(&ends_t).position(|(c, t)| c != t) {
+        return Err(Error::field(
+            &path,
+            format!("row {row}"),
+            "tfs",
+            "length differs from `chunks`",
+        ));
+    }
+    let offsets = std::iter::once(0)
+        .chain(ends_c.iter().map(|&e| e as u32))
+        .collect();
+    let parts = Bm25Parts {
         params: stats.params,
         doc_len: stats.doc_len,
         terms,
-        offsets: vec![0],
-        post_chunk: Vec::new(),
-        post_tf: Vec::new(),
+        offsets,
+        post_chunk,
+        post_tf,
     };
-    for (row, (c, t)) in runs_c.into_iter().zip(runs_t).enumerate() {
-        if c.len() != t.len() {
-            return Err(Error::field(
-                &path,
-                format!("row {row}"),
-                "tfs",
-                "length differs from `chunks`",
-            ));
-        }
-        parts.post_chunk.extend(c);
-        parts.post_tf.extend(t);
-        parts.offsets.push(parts.post_chunk.len() as u32);
-    }
     let simgraph = SimGraph::read(dir, ids.len())?;
     let bm25 =
         Bm25Index::from_parts(parts).map_err(|m| Error::field(&path, "postings", "chunks", m))?;
@@ -317,8 +313,10 @@ pub fn load(dir: &Path) -> Result<Export> {
         chunks,
         docs,
         dim,
-        embeddings,
-        content_embeddings,
+        texts: OnDemand::new(),
+        embeddings: OnDemand::new(),
+        has_content_embeddings,
+        content_embeddings: OnDemand::new(),
         queries,
         query_embeddings,
         bm25,
@@ -327,6 +325,80 @@ pub fn load(dir: &Path) -> Result<Export> {
         simgraph,
         subquery_embeddings: subs,
     })
+}
+
+/// Checks export file `name` against the hash `manifest` records for it: it must be a regular
+/// file (not a link that leads elsewhere) whose blake3 is the manifest's.
+fn verify(dir: &Path, manifest: &super::Manifest, name: &str) -> Result<()> {
+    let path = dir.join(name);
+    let Some(hash) = manifest.files.get(name) else {
+        return Err(Error::field(
+            dir.join("manifest.json"),
+            "manifest",
+            "files",
+            format!("does not list {name}: re-run prepare"),
+        ));
+    };
+    if !fs::symlink_metadata(&path).is_ok_and(|m| m.is_file()) {
+        return Err(Error::field(
+            &path,
+            "file",
+            "type",
+            "is missing or not a regular file: re-run prepare",
+        ));
+    }
+    let actual = hash_file(&path)?;
+    if &actual != hash {
+        return Err(Error::field(
+            &path,
+            "file",
+            "blake3",
+            format!("is {actual}, manifest says {hash}: the export was modified; re-run prepare"),
+        ));
+    }
+    Ok(())
+}
+
+/// The chunks' texts of `export`, from its corpus file (checked against its hash first).
+pub(super) fn texts(export: &Export) -> Result<Vec<ChunkText>> {
+    verify(&export.dir, &export.manifest, "corpus.parquet")?;
+    let path = export.dir.join("corpus.parquet");
+    let table = pq::Table::read_columns(&path, &TEXT_COLUMNS)?;
+    let cols = table.columns();
+    if cols.rows() != export.chunks.len() {
+        return Err(Error::field(
+            &path,
+            "schema",
+            "text",
+            format!(
+                "has {} rows, the export {} chunks",
+                cols.rows(),
+                export.chunks.len()
+            ),
+        ));
+    }
+    let titles = cols.strings("title")?;
+    let texts = cols.strings("text")?;
+    let headers = cols.opt_strings("context_header")?;
+    Ok(titles
+        .into_iter()
+        .zip(texts)
+        .zip(headers)
+        .map(|((title, text), header)| ChunkText {
+            title,
+            text,
+            header,
+            joiner: export.manifest.protocol.joiner,
+        })
+        .collect())
+}
+
+/// The vector column `column` of `export`'s corpus (checked against its hash first), streamed
+/// into one row-major buffer.
+pub(super) fn vectors(export: &Export, column: &str) -> Result<Vec<f32>> {
+    verify(&export.dir, &export.manifest, "corpus.parquet")?;
+    let path = export.dir.join("corpus.parquet");
+    pq::read_vectors(&path, column, export.dim, export.chunks.len())
 }
 
 /// Reads the nullable `list<float32>` column `name` (null items are an error).

@@ -109,12 +109,13 @@ fn round_trip_sorts_chunks_resolves_gold_and_reuses() {
         ["a", "b", "c", "", "bb", "0"].map(|id| e.chunk_index(id)),
         [Some(0), Some(1), Some(2), None, None, None]
     );
-    assert!(e.content_embeddings.is_none());
-    assert_eq!(e.embedding(2).len(), 8);
+    assert!(!e.has_content_embeddings() && e.content_embeddings().unwrap().is_none());
+    assert_eq!(e.embeddings().unwrap().len(), 3 * 8);
     assert_eq!(e.bm25.search(&Tokenizer::english(), "gamma", 5)[0].0, 2);
     // the knowledge graph: the same as building it over the loaded chunks, with its stats
     let titled: Vec<(String, String)> = e
-        .chunks
+        .texts()
+        .unwrap()
         .iter()
         .map(|c| (c.title.clone(), c.full_text()))
         .collect();
@@ -162,24 +163,19 @@ fn headers_give_content_only_vectors() {
     let tmp = tempfile::tempdir().unwrap();
     let mut r = raw();
     r.passages[0].header = Some("World > Gamma".into());
-    let calls = std::rc::Rc::new(std::cell::Cell::new(0));
-    prepare(
-        &source(),
-        || Ok(r),
-        &PrepareConfig::default(),
-        &mut fake(8, calls),
-        &tmp.path().join("h"),
-    )
-    .unwrap();
+    prepare_raw(&tmp.path().join("h"), r);
     let e = load(&tmp.path().join("h")).unwrap();
-    let ce = e.content_embeddings.as_ref().unwrap();
+    let ce = e.content_embeddings().unwrap().unwrap();
     assert_eq!(ce.len(), 3 * 8);
     assert_ne!(
         &ce[16..24],
-        e.embedding(2),
+        &e.embeddings().unwrap()[16..24],
         "the headed chunk's content-only vector differs"
     );
-    assert_eq!(e.chunks[2].full_text(), "World > Gamma\ngamma is unrelated");
+    assert_eq!(
+        e.texts().unwrap()[2].full_text(),
+        "World > Gamma\ngamma is unrelated"
+    );
 }
 
 #[test]
@@ -222,7 +218,12 @@ fn the_protocol_decides_what_is_indexed_and_is_part_of_the_key() {
     // title + " " + text, the text alone where the title is empty (chunks sorted: a, b, c)
     let e = build(Protocol::TITLE_SPACE, "space");
     assert_eq!(e.manifest.protocol, Protocol::TITLE_SPACE);
-    let full: Vec<String> = e.chunks.iter().map(Chunk::full_text).collect();
+    let full: Vec<String> = e
+        .texts()
+        .unwrap()
+        .iter()
+        .map(ChunkText::full_text)
+        .collect();
     assert_eq!(
         full,
         [
@@ -235,19 +236,25 @@ fn the_protocol_decides_what_is_indexed_and_is_part_of_the_key() {
     // BM25 indexed the title: one more token for each titled chunk
     assert_eq!(e.bm25.to_parts().doc_len, [4, 7, 3]);
     assert!(
-        e.content_embeddings.is_some(),
+        e.has_content_embeddings() && e.content_embeddings().unwrap().is_some(),
         "the text-alone vectors stay"
     );
     let e = build(Protocol::TITLE_NEWLINE, "newline");
-    assert_eq!(e.chunks[2].full_text(), "Gamma\ngamma is unrelated");
+    assert_eq!(
+        e.texts().unwrap()[2].full_text(),
+        "Gamma\ngamma is unrelated"
+    );
     // the text alone: no header (a published one is dropped), no second vector set
     let e = build(Protocol::TEXT, "text");
-    assert!(e.chunks.iter().all(|c| c.header.is_none()));
+    assert!(e.texts().unwrap().iter().all(|c| c.header.is_none()));
     assert_eq!(e.bm25.to_parts().doc_len, [4, 6, 2]);
-    assert!(e.content_embeddings.is_none());
+    assert!(!e.has_content_embeddings());
     // the dataset's own header
     let e = build(Protocol::PUBLISHED, "published");
-    assert_eq!(e.chunks[2].full_text(), "World > Gamma\ngamma is unrelated");
+    assert_eq!(
+        e.texts().unwrap()[2].full_text(),
+        "World > Gamma\ngamma is unrelated"
+    );
     assert_eq!(e.manifest.stats.chunks_with_header, 1);
 }
 
@@ -293,10 +300,15 @@ fn bad_inputs_are_typed_errors_and_leave_nothing_behind() {
 
 /// Prepares the tiny export into `dir`.
 fn tiny(dir: &Path) -> Manifest {
+    prepare_raw(dir, raw())
+}
+
+/// Prepares `r` with the fake 8-dimensional model into `dir`.
+fn prepare_raw(dir: &Path, r: RawDataset) -> Manifest {
     let calls = std::rc::Rc::new(std::cell::Cell::new(0));
     prepare(
         &source(),
-        || Ok(raw()),
+        || Ok(r),
         &PrepareConfig::default(),
         &mut fake(8, calls),
         dir,
@@ -325,8 +337,15 @@ fn rewrite(
         cols.push((f.name().as_str(), a));
     }
     pq::write(&path, cols).unwrap();
+    record_hash(dir, file);
+}
+
+/// Records the present hash of export file `file` in `dir`'s manifest (after a test rewrote
+/// it), so that only the content checks of `load` can object.
+fn record_hash(dir: &Path, file: &str) {
     let mut m = read_manifest(dir).unwrap();
-    m.files.insert(file.into(), hash_file(&path).unwrap());
+    m.files
+        .insert(file.into(), hash_file(&dir.join(file)).unwrap());
     std::fs::write(
         dir.join("manifest.json"),
         serde_json::to_string_pretty(&m).unwrap(),
@@ -395,11 +414,12 @@ fn export_round_trips_simgraph_and_subquery_vectors() {
         (m.stats.simgraph_edges, m.stats.simgraph_communities),
         (3, e.simgraph.num_communities())
     );
-    let built = SimGraph::build(&e.embeddings, e.dim, &cfg.simgraph);
+    let v = e.embeddings().unwrap();
+    let built = SimGraph::build(v, e.dim, &cfg.simgraph);
     assert_eq!(e.simgraph, built);
     assert_eq!(
         e.simgraph.weight(0, 2),
-        Some(crate::simgraph::dot(e.embedding(0), e.embedding(2)))
+        Some(crate::simgraph::dot(&v[..8], &v[16..24]))
     );
     // sub-query vectors: hop 2's `#1` became hop 1's answer
     let texts = subquery_texts(e.queries[0].decomposition.as_ref().unwrap());
@@ -430,15 +450,7 @@ fn a_subquery_column_that_disagrees_with_the_decomposition_is_refused() {
         answer: "Alpha".into(),
         gold: vec!["a".into()],
     }]);
-    let calls = std::rc::Rc::new(std::cell::Cell::new(0));
-    prepare(
-        &source(),
-        || Ok(r),
-        &PrepareConfig::default(),
-        &mut fake(8, calls),
-        &dir,
-    )
-    .unwrap();
+    prepare_raw(&dir, r);
     let path = dir.join("queries.parquet");
     let batch = pq::read(&path).unwrap();
     let schema = batch.schema();
@@ -456,14 +468,7 @@ fn a_subquery_column_that_disagrees_with_the_decomposition_is_refused() {
         })
         .collect();
     pq::write(&path, cols).unwrap();
-    let mut m = read_manifest(&dir).unwrap();
-    m.files
-        .insert("queries.parquet".into(), hash_file(&path).unwrap());
-    std::fs::write(
-        dir.join("manifest.json"),
-        serde_json::to_string_pretty(&m).unwrap(),
-    )
-    .unwrap();
+    record_hash(&dir, "queries.parquet");
     let err = load(&dir).unwrap_err().to_string();
     assert!(
         err.contains("queries.parquet")
@@ -552,15 +557,7 @@ fn the_input_key_is_a_pinned_serialisation() {
 fn a_manifest_must_list_exactly_the_exports_files_and_each_a_regular_file() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("e");
-    let calls = std::rc::Rc::new(std::cell::Cell::new(0));
-    prepare(
-        &source(),
-        || Ok(raw()),
-        &PrepareConfig::default(),
-        &mut fake(8, calls),
-        &dir,
-    )
-    .unwrap();
+    prepare_raw(&dir, raw());
     assert!(load(&dir).is_ok());
     let manifest = dir.join("manifest.json");
     let good = std::fs::read_to_string(&manifest).unwrap();
@@ -725,14 +722,7 @@ fn a_span_column_out_of_shape_is_refused_on_load() {
             })
             .collect();
         pq::write(&corpus, cols).unwrap();
-        let mut m = read_manifest(&dir).unwrap();
-        m.files
-            .insert("corpus.parquet".into(), hash_file(&corpus).unwrap());
-        std::fs::write(
-            dir.join("manifest.json"),
-            serde_json::to_string_pretty(&m).unwrap(),
-        )
-        .unwrap();
+        record_hash(&dir, "corpus.parquet");
         load(&dir).err().map(|e| e.to_string()).unwrap_or_default()
     };
     let e = with_ends(vec![None, Some(90), None]);
@@ -809,4 +799,91 @@ fn the_head_is_the_loaded_exports_queries_and_only_of_an_intact_current_export()
     bytes[mid] ^= 0xff;
     std::fs::write(&corpus, bytes).unwrap();
     assert!(read_head(&dir, &m.input_key).unwrap().is_none());
+}
+
+#[test]
+fn texts_and_vectors_are_read_on_demand_and_checked_first() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("d");
+    let mut r = raw();
+    r.passages[0].header = Some("World > Gamma".into());
+    prepare_raw(&dir, r);
+    let e = load(&dir).unwrap();
+    // load decoded none of them
+    assert!(!e.texts.is_read() && !e.embeddings.is_read() && !e.content_embeddings.is_read());
+    assert!(e.has_content_embeddings());
+    // on demand, each is what the whole-file reader decodes
+    let table = pq::Table::read(dir.join("corpus.parquet")).unwrap();
+    let cols = table.columns();
+    assert_eq!(
+        e.embeddings().unwrap(),
+        cols.vectors("embedding", 8).unwrap()
+    );
+    assert!(!e.texts.is_read() && !e.content_embeddings.is_read());
+    assert_eq!(
+        e.content_embeddings().unwrap().unwrap(),
+        cols.vectors("embedding_content", 8).unwrap()
+    );
+    let texts = e.texts().unwrap();
+    assert_eq!(
+        texts.iter().map(|t| t.title.clone()).collect::<Vec<_>>(),
+        cols.strings("title").unwrap()
+    );
+    assert_eq!(
+        texts.iter().map(|t| t.text.clone()).collect::<Vec<_>>(),
+        cols.strings("text").unwrap()
+    );
+    assert_eq!(
+        texts.iter().map(|t| t.header.clone()).collect::<Vec<_>>(),
+        cols.opt_strings("context_header").unwrap()
+    );
+    assert!(texts.iter().all(|t| t.joiner == e.manifest.protocol.joiner));
+
+    // the corpus changed after the export was loaded: a part read before stays, a part read
+    // after is refused, naming the file, and refused again without another read
+    let later = load(&dir).unwrap();
+    later.texts().unwrap();
+    let path = dir.join("corpus.parquet");
+    let mut bytes = std::fs::read(&path).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 1;
+    std::fs::write(&path, bytes).unwrap();
+    let err = later.embeddings().unwrap_err().to_string();
+    assert!(
+        err.contains("corpus.parquet") && err.contains("blake3") && err.contains("re-run prepare"),
+        "{err}"
+    );
+    assert_eq!(later.embeddings().unwrap_err().to_string(), err);
+    assert!(later.content_embeddings().is_err());
+    assert_eq!(later.texts().unwrap().len(), 3);
+    // and the export no longer loads at all
+    assert!(load(&dir).is_err());
+}
+
+#[test]
+fn an_export_without_its_text_or_vector_columns_does_not_load() {
+    for dropped in ["title", "text", "context_header", "embedding"] {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("d");
+        tiny(&dir);
+        let path = dir.join("corpus.parquet");
+        let batch = pq::read(&path).unwrap();
+        let schema = batch.schema();
+        let kept: Vec<(&str, arrow_array::ArrayRef)> = schema
+            .fields()
+            .iter()
+            .zip(batch.columns())
+            .filter(|(f, _)| f.name() != dropped)
+            .map(|(f, a)| (f.name().as_str(), a.clone()))
+            .collect();
+        pq::write(&path, kept).unwrap();
+        record_hash(&dir, "corpus.parquet");
+        let err = load(&dir).unwrap_err().to_string();
+        assert!(
+            err.contains("corpus.parquet")
+                && err.contains(&format!("`{dropped}`"))
+                && err.contains("missing"),
+            "{dropped}: {err}"
+        );
+    }
 }

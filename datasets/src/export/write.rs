@@ -41,7 +41,7 @@ pub(super) fn write_atomically(dir: &Path, mut manifest: Manifest, b: &Built) ->
             queries: b.queries.len(),
             gold_chunks: b.queries.iter().map(|q| q.gold.len()).sum(),
             queries_with_chain: b.queries.iter().filter(|q| q.chain.is_some()).count(),
-            chunks_with_header: b.chunks.iter().filter(|c| c.header.is_some()).count(),
+            chunks_with_header: b.texts.iter().filter(|t| t.header.is_some()).count(),
             chunks_with_span: Some(b.chunks.iter().filter(|c| c.span.is_some()).count()),
             bm25_terms: b.bm25.num_terms(),
             bm25_postings: b.bm25.num_postings(),
@@ -65,7 +65,7 @@ pub(super) fn write_atomically(dir: &Path, mut manifest: Manifest, b: &Built) ->
 }
 
 fn write_files(dir: &Path, b: &Built) -> Result<()> {
-    let c = &b.chunks;
+    let (c, t) = (&b.chunks, &b.texts);
     let mut cols = vec![
         (
             "chunk_id",
@@ -93,15 +93,15 @@ fn write_files(dir: &Path, b: &Built) -> Result<()> {
         ),
         (
             "title",
-            pq::strings(&c.iter().map(|c| c.title.as_str()).collect::<Vec<_>>()),
+            pq::strings(&t.iter().map(|t| t.title.as_str()).collect::<Vec<_>>()),
         ),
         (
             "text",
-            pq::strings(&c.iter().map(|c| c.text.as_str()).collect::<Vec<_>>()),
+            pq::strings(&t.iter().map(|t| t.text.as_str()).collect::<Vec<_>>()),
         ),
         (
             "context_header",
-            pq::opt_strings(&c.iter().map(|c| c.header.clone()).collect::<Vec<_>>()),
+            pq::opt_strings(&t.iter().map(|t| t.header.clone()).collect::<Vec<_>>()),
         ),
         (
             "token_count",

@@ -192,18 +192,18 @@ fn a_chunking_axis_runs_one_export_per_setting_with_every_chunk_citable() {
         // every chunk: its text is its span of its document, and the side file says so
         let tsv = chunks_tsv(&env, v);
         assert_eq!(tsv.len(), e.chunks.len());
-        for c in &e.chunks {
+        for (c, t) in e.chunks.iter().zip(e.texts().unwrap()) {
             let span = c.span.expect("every chunk of a documents set has a span");
             let doc = &e.docs[c.doc.unwrap() as usize];
             assert_eq!(
                 slice(&doc_text(doc), span.start, span.end),
-                c.text,
+                t.text,
                 "{}",
                 c.id
             );
             assert_eq!(tsv[&c.id], (doc.clone(), span.start, span.end));
             assert!(c.id.starts_with(&format!("{doc}#")));
-            assert_eq!(c.title, doc_field(doc, "title"));
+            assert_eq!(t.title, doc_field(doc, "title"));
         }
         // every docno of every run file cites a span
         for leg in ["lexical", "dense", "bm25"] {

@@ -184,7 +184,7 @@ fn cdgr_without_edges_is_exactly_cdr() {
     let empty = SimGraph::empty(export.chunks.len());
     let space = ExportSpace {
         graph: &empty,
-        ..ExportSpace::of(&export)
+        ..ExportSpace::of(&export).unwrap()
     };
     let p = CdgrParams {
         relevance_floor: 0.0,

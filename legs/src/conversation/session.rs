@@ -263,6 +263,8 @@ impl ConvLeg {
                 vectors.len()
             )));
         }
+        // novelty compares chunks by their vectors: read them now
+        export.embeddings()?;
         Ok(ConvLeg {
             hybrid: first.hybrid(&export)?,
             export,
@@ -343,10 +345,16 @@ impl ConvLeg {
     /// CDR novelty of `chunk` against `delivered`: `1 - max cosine`, clamped to [0, 1]; 1 when
     /// nothing was delivered.
     fn novelty(&self, chunk: u32, delivered: &BTreeSet<u32>) -> f32 {
-        let v = self.export.embedding(chunk);
+        // `new` read the vectors, and a part of an export once read stays read
+        let rows = self
+            .export
+            .embeddings()
+            .expect("the vectors were read by ConvLeg::new");
+        let row = |c: u32| &rows[c as usize * self.export.dim..][..self.export.dim];
+        let v = row(chunk);
         let max = delivered
             .iter()
-            .map(|&d| dot(v, self.export.embedding(d)))
+            .map(|&d| dot(v, row(d)))
             .fold(f32::NEG_INFINITY, f32::max);
         if max.is_finite() {
             (1.0 - max).clamp(0.0, 1.0)

@@ -36,7 +36,8 @@ impl Bm25 {
     /// It is a pure function of the export, so it needs no file of its own. `MissingInputs`
     /// where no chunk has a header: the export's index is the text alone already.
     pub fn content_only(export: Arc<Export>) -> Result<Self, LegError> {
-        if export.chunks.iter().all(|c| c.header.is_none()) {
+        let texts = export.texts()?;
+        if texts.iter().all(|t| t.header.is_none()) {
             return Err(LegError::MissingInputs(
                 "the dataset indexes the text alone already (protocol `text`): `lexical` is the \
                  text-alone run"
@@ -45,7 +46,7 @@ impl Bm25 {
         }
         let tokenizer = Tokenizer::english();
         let index = Bm25Index::build(
-            export.chunks.iter().map(|c| c.text.as_str()),
+            texts.iter().map(|t| t.text.as_str()),
             &tokenizer,
             export.bm25.params(),
         );

@@ -40,7 +40,7 @@ impl Vectors {
                 return Err(LegError::MissingInputs(why));
             }
         }
-        if self == Vectors::ContentOnly && export.content_embeddings.is_none() {
+        if self == Vectors::ContentOnly && !export.has_content_embeddings() {
             return Err(LegError::MissingInputs(
                 "the dataset indexes the text alone already (protocol `text`), so there are no \
                  content-only vectors: `dense` is the text-alone run"
@@ -48,6 +48,17 @@ impl Vectors {
             ));
         }
         Ok(())
+    }
+
+    /// These vectors of `export`, row-major, read on the first call ([`Export::embeddings`]);
+    /// call [`Vectors::available_in`] first.
+    pub fn rows(self, export: &Export) -> Result<&[f32], LegError> {
+        Ok(match self {
+            Vectors::Full => export.embeddings()?,
+            Vectors::ContentOnly => export.content_embeddings()?.ok_or_else(|| {
+                LegError::MissingInputs("the export has no content-only vectors".into())
+            })?,
+        })
     }
 }
 
@@ -58,22 +69,21 @@ pub struct ExactDense {
 }
 
 impl ExactDense {
-    /// The engine; `ContentOnly` fails with `MissingInputs` where the export has no headers.
+    /// The engine, its vectors read; `ContentOnly` fails with `MissingInputs` where the export
+    /// has no headers.
     pub fn new(export: Arc<Export>, vectors: Vectors) -> Result<Self, LegError> {
         vectors.available_in(&export)?;
+        vectors.rows(&export)?;
         Ok(ExactDense { export, vectors })
     }
 
     /// The top `k` chunks by cosine to the vector `query`.
     pub fn search_vector(&self, query: &[f32], k: usize) -> Vec<Candidate> {
-        let vectors = match self.vectors {
-            Vectors::Full => &self.export.embeddings,
-            Vectors::ContentOnly => self
-                .export
-                .content_embeddings
-                .as_ref()
-                .expect("checked in new"),
-        };
+        // `new` read these vectors, and a part of an export once read stays read
+        let vectors = self
+            .vectors
+            .rows(&self.export)
+            .expect("the vectors were read by ExactDense::new");
         DenseIndex {
             vectors,
             dim: self.export.dim,

@@ -82,13 +82,8 @@ pub struct Costs {
 
 impl Costs {
     fn new(export: &Export, counter: &TokenCounterSpec) -> Result<Costs, LegError> {
-        let counter = counter.build()?;
         let n = export.chunks.len();
-        let tokens = export
-            .chunks
-            .iter()
-            .map(|c| counter.count(&c.full_text()))
-            .collect();
+        let tokens = crate::tokens::chunk_tokens(export, counter)?;
         let raw: Vec<f32> = (0..n as u32)
             .map(|c| export.kg.chunk_centrality(c))
             .collect();

@@ -34,16 +34,6 @@ fn source(export: &Export, vectors: Vectors, settings: HnswSettings) -> String {
     hnsw::cache_source(&export.manifest.content_hash(), vectors.column(), settings)
 }
 
-fn vector_rows(export: &Export, vectors: Vectors) -> &[f32] {
-    match vectors {
-        Vectors::Full => &export.embeddings,
-        Vectors::ContentOnly => export
-            .content_embeddings
-            .as_deref()
-            .expect("checked by Vectors::available_in"),
-    }
-}
-
 /// Open shards of this process, by directory (legs over one shard share it).
 fn open_shards() -> &'static Mutex<HashMap<PathBuf, Weak<HnswShard>>> {
     static OPEN: OnceLock<Mutex<HashMap<PathBuf, Weak<HnswShard>>>> = OnceLock::new();
@@ -63,7 +53,7 @@ pub fn shard_for(
     if let Some(shard) = open.get(&dir).and_then(Weak::upgrade) {
         return Ok(shard);
     }
-    let rows = vector_rows(export, vectors);
+    let rows = vectors.rows(export)?;
     let src = source(export, vectors, settings);
     let expected = Expected {
         source: &src,
@@ -103,6 +93,8 @@ impl QdrantDense {
     /// the export has no content-only vectors.
     pub fn new(export: Arc<Export>, vectors: Vectors, spec: &QdrantSpec) -> Result<Self, LegError> {
         vectors.available_in(&export)?;
+        // the hits are scored exactly, over the export's own vectors
+        vectors.rows(&export)?;
         let shard = shard_for(&export, vectors, spec.build)?;
         Ok(QdrantDense {
             export,
@@ -118,7 +110,11 @@ impl QdrantDense {
             .shard
             .search(query, k, self.hnsw_ef)
             .map_err(|e| Failure::Search(e.to_string()))?;
-        let rows = vector_rows(&self.export, self.vectors);
+        // `new` read these vectors (to open the shard), and a part once read stays read
+        let rows = self
+            .vectors
+            .rows(&self.export)
+            .expect("the vectors were read by QdrantDense::new");
         candidates(
             &hits,
             k,
