@@ -56,7 +56,9 @@
 //! The code is split by what it does: `identity` decides what an export is made from (its
 //! manifest's input key) and whether an existing one can be reused; `build` turns a raw dataset
 //! into the export in memory (sorting, gold resolution, BM25, graphs, vectors); `write` writes it
-//! atomically; `read` ([`load`]) reads and validates it back.
+//! atomically; `read` ([`load`]) reads and validates it back, all but the chunks' texts and
+//! vectors, which `on_demand` holds until a leg first asks for them ([`Export::texts`],
+//! [`Export::embeddings`]).
 
 mod build;
 mod head;

@@ -20,10 +20,12 @@ use crate::model::{Span, SubQuestion};
 use crate::parquet_io::{self as pq, Columns};
 use crate::simgraph::SimGraph;
 
-/// The corpus columns read on demand, not by [`load`].
+/// The corpus columns [`texts`] reads.
 const TEXT_COLUMNS: [&str; 3] = ["title", "text", "context_header"];
-/// The corpus's vector columns (`embedding_content` only where some chunk has a header).
-const VECTOR_COLUMNS: [&str; 2] = ["embedding", "embedding_content"];
+/// The corpus columns [`load`] does not decode: the bodies, the headers and the vectors
+/// (`embedding_content` only where some chunk has a header). It decodes the titles for the
+/// knowledge graph's checks (every node is some chunk's title) and drops them.
+const ON_DEMAND: [&str; 4] = ["text", "context_header", "embedding", "embedding_content"];
 
 fn sorted<'a>(names: &[&'a str]) -> Vec<&'a str> {
     let mut v = names.to_vec();
@@ -75,12 +77,10 @@ pub fn load(dir: &Path) -> Result<Export> {
         }
     }
     let has_content_embeddings = schema.iter().any(|c| c == "embedding_content");
-    // everything but the texts and the vectors, which are read on demand; the titles are
-    // decoded for the knowledge graph's checks (every node is some chunk's title), then dropped
     let eager: Vec<&str> = schema
         .iter()
         .map(String::as_str)
-        .filter(|&c| c == "title" || (!TEXT_COLUMNS.contains(&c) && !VECTOR_COLUMNS.contains(&c)))
+        .filter(|c| !ON_DEMAND.contains(c))
         .collect();
     let table = pq::Table::read_columns(&path, &eager)?;
     let cols = table.columns();
