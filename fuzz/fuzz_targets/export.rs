@@ -348,8 +348,10 @@ fn use_export(e: &export::Export) {
         if let Some(d) = e.doc_of(i) {
             let _ = &e.docs[d as usize];
         }
-        let _ = e.simgraph.neighbours(i);
-        let _ = e.simgraph.community(i);
+        if let Ok(g) = e.simgraph() {
+            let _ = g.neighbours(i);
+            let _ = g.community(i);
+        }
     }
     for (q, query) in e.queries.iter().enumerate() {
         let _ = e.query_embedding(q);

@@ -195,12 +195,13 @@ pub struct ExportSpace<'a> {
 }
 
 impl<'a> ExportSpace<'a> {
-    /// The space of `export` (its vectors read on the first call, [`Export::embeddings`]).
+    /// The space of `export` (its vectors and graph read on the first call,
+    /// [`Export::embeddings`], [`Export::simgraph`]).
     pub fn of(export: &'a Export) -> Result<Self, LegError> {
         Ok(ExportSpace {
             vectors: export.embeddings()?,
             dim: export.dim,
-            graph: &export.simgraph,
+            graph: export.simgraph()?,
         })
     }
 
@@ -729,7 +730,8 @@ impl CdgrLeg {
             )));
         }
         let tokens = crate::tokens::chunk_tokens(export, &c.token_counter)?;
-        // the facts are the export's vectors: read now, so a damaged file fails the build
+        // the facts are the export's vectors and graph: read now, so a damaged file fails the
+        // build
         ExportSpace::of(export)?;
         Ok(CdgrLeg {
             params: c.params(name)?,

@@ -315,11 +315,12 @@ impl Manifest {
     }
 }
 
-/// A loaded export: what every leg reads is in memory; the chunks' texts and vectors are read
-/// from `corpus.parquet` when first asked for ([`Export::texts`], [`Export::embeddings`],
-/// [`Export::content_embeddings`]), so a run holds only what its legs use (a lexical leg over a
-/// million chunks never decodes 1.5 GB of vectors). Such a read checks the file against the
-/// manifest's hash again first, as [`load`] did: nothing read back is trusted unverified.
+/// A loaded export: what every leg reads is in memory; the chunks' texts and vectors and the
+/// similarity graph are read from their files when first asked for ([`Export::texts`],
+/// [`Export::embeddings`], [`Export::content_embeddings`], [`Export::simgraph`]), so a run
+/// holds only what its legs use (a lexical leg over a million chunks never decodes 1.5 GB of
+/// vectors). Such a read checks the files against the manifest's hashes again first, as
+/// [`load`] did: nothing read back is trusted unverified.
 #[derive(Debug)]
 pub struct Export {
     /// Where it was read from.
@@ -351,8 +352,8 @@ pub struct Export {
     pub kg: KnowledgeGraph,
     /// Its query-time indices.
     pub kg_index: KgIndex,
-    /// The chunk similarity graph (kNN over the embeddings, with communities).
-    pub simgraph: SimGraph,
+    /// The chunk similarity graph (kNN over the embeddings, with communities; read on demand).
+    simgraph: OnDemand<SimGraph>,
     /// Per query: its decomposition's sub-question vectors, flattened (`dim` each, in hop
     /// order; see [`subquery_texts`]), `None` without a decomposition.
     pub subquery_embeddings: Vec<Option<Vec<f32>>>,
@@ -374,6 +375,12 @@ impl Export {
         self.embeddings
             .get_or_read(|| read::vectors(self, "embedding"))
             .map(Vec::as_slice)
+    }
+
+    /// The chunk similarity graph (kNN over the embeddings, with communities): read from its
+    /// files (hashes checked first) on the first call, the same graph after.
+    pub fn simgraph(&self) -> Result<&SimGraph> {
+        self.simgraph.get_or_read(|| read::simgraph(self))
     }
 
     /// Whether the export has content-only (text alone) vectors: where some chunk has a
@@ -399,6 +406,7 @@ impl Export {
         self.texts()?;
         self.embeddings()?;
         self.content_embeddings()?;
+        self.simgraph()?;
         Ok(self)
     }
 

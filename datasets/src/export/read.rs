@@ -1,10 +1,11 @@
 //! An export directory -> [`Export`]: every file checked against the manifest's hashes, then
 //! read through validating readers whose errors name the file, the row and the column.
 //!
-//! What every leg reads (ids, documents, token counts, spans, the graphs, the BM25 index, the
-//! queries) is decoded here; the chunks' texts and vectors are not: [`texts`] and [`vectors`]
-//! read them on a leg's first request, checking the corpus file's hash again first. Vectors are
-//! streamed into one contiguous buffer, never decoded whole and copied.
+//! What every leg reads (ids, documents, token counts, spans, the knowledge graph, the BM25
+//! index, the queries) is decoded here; the chunks' texts and vectors and the similarity graph
+//! are not: [`texts`], [`vectors`] and [`simgraph`] read them on a leg's first request,
+//! checking their files' hashes again first. Vectors are streamed into one contiguous buffer,
+//! never decoded whole and copied.
 
 use std::collections::{BTreeSet, HashMap};
 use std::fs;
@@ -18,7 +19,7 @@ use crate::error::{Error, Result};
 use crate::lexical::{Bm25Index, Bm25Parts, Tokenizer};
 use crate::model::{Span, SubQuestion};
 use crate::parquet_io::{self as pq, Columns};
-use crate::simgraph::SimGraph;
+use crate::simgraph::{SimGraph, SIMGRAPH_FILES};
 
 /// The corpus columns [`texts`] reads.
 const TEXT_COLUMNS: [&str; 3] = ["title", "text", "context_header"];
@@ -303,7 +304,6 @@ pub fn load(dir: &Path) -> Result<Export> {
         post_chunk,
         post_tf,
     };
-    let simgraph = SimGraph::read(dir, ids.len())?;
     let bm25 =
         Bm25Index::from_parts(parts).map_err(|m| Error::field(&path, "postings", "chunks", m))?;
 
@@ -322,7 +322,7 @@ pub fn load(dir: &Path) -> Result<Export> {
         bm25,
         kg_index: KgIndex::new(&kg, ids.len()),
         kg,
-        simgraph,
+        simgraph: OnDemand::new(),
         subquery_embeddings: subs,
     })
 }
@@ -391,6 +391,14 @@ pub(super) fn texts(export: &Export) -> Result<Vec<ChunkText>> {
             joiner: export.manifest.protocol.joiner,
         })
         .collect())
+}
+
+/// The similarity graph of `export`, from its files (checked against their hashes first).
+pub(super) fn simgraph(export: &Export) -> Result<SimGraph> {
+    for name in SIMGRAPH_FILES {
+        verify(&export.dir, &export.manifest, name)?;
+    }
+    SimGraph::read(&export.dir, export.chunks.len())
 }
 
 /// The vector column `column` of `export`'s corpus (checked against its hash first), streamed

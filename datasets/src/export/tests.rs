@@ -409,16 +409,17 @@ fn export_round_trips_simgraph_and_subquery_vectors() {
     let (m, _) = prepare(&source(), || Ok(r), &cfg, &mut fake(8, calls.clone()), &dir).unwrap();
     let e = load(&dir).unwrap();
     assert_eq!(m.export_version, EXPORT_VERSION);
-    assert_eq!(e.simgraph.num_edges(), 3, "3 chunks, all pairs kept");
+    let g = e.simgraph().unwrap();
+    assert_eq!(g.num_edges(), 3, "3 chunks, all pairs kept");
     assert_eq!(
         (m.stats.simgraph_edges, m.stats.simgraph_communities),
-        (3, e.simgraph.num_communities())
+        (3, g.num_communities())
     );
     let v = e.embeddings().unwrap();
     let built = SimGraph::build(v, e.dim, &cfg.simgraph);
-    assert_eq!(e.simgraph, built);
+    assert_eq!(g, &built);
     assert_eq!(
-        e.simgraph.weight(0, 2),
+        g.weight(0, 2),
         Some(crate::simgraph::dot(&v[..8], &v[16..24]))
     );
     // sub-query vectors: hop 2's `#1` became hop 1's answer
@@ -811,6 +812,8 @@ fn texts_and_vectors_are_read_on_demand_and_checked_first() {
     let e = load(&dir).unwrap();
     // load decoded none of them
     assert!(!e.texts.is_read() && !e.embeddings.is_read() && !e.content_embeddings.is_read());
+    assert!(!e.simgraph.is_read());
+    assert_eq!(e.simgraph().unwrap(), &SimGraph::read(&dir, 3).unwrap());
     assert!(e.has_content_embeddings());
     // on demand, each is what the whole-file reader decodes
     let table = pq::Table::read(dir.join("corpus.parquet")).unwrap();
@@ -856,6 +859,14 @@ fn texts_and_vectors_are_read_on_demand_and_checked_first() {
     assert_eq!(later.embeddings().unwrap_err().to_string(), err);
     assert!(later.content_embeddings().is_err());
     assert_eq!(later.texts().unwrap().len(), 3);
+    // the graph is checked against its own files
+    let path = dir.join(SIMGRAPH_FILES[0]);
+    let mut bytes = std::fs::read(&path).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 1;
+    std::fs::write(&path, bytes).unwrap();
+    let err = later.simgraph().unwrap_err().to_string();
+    assert!(err.contains(SIMGRAPH_FILES[0]) && err.contains("blake3"), "{err}");
     // and the export no longer loads at all
     assert!(load(&dir).is_err());
 }
