@@ -164,6 +164,7 @@ fn base() -> &'static Base {
             files: vec![],
             extra: "fuzz".into(),
             protocol: hopbench_datasets::protocol::Protocol::PUBLISHED,
+            vectors: None,
         };
         export::prepare(
             &source,
