@@ -866,7 +866,10 @@ fn texts_and_vectors_are_read_on_demand_and_checked_first() {
     bytes[last] ^= 1;
     std::fs::write(&path, bytes).unwrap();
     let err = later.simgraph().unwrap_err().to_string();
-    assert!(err.contains(SIMGRAPH_FILES[0]) && err.contains("blake3"), "{err}");
+    assert!(
+        err.contains(SIMGRAPH_FILES[0]) && err.contains("blake3"),
+        "{err}"
+    );
     // and the export no longer loads at all
     assert!(load(&dir).is_err());
 }
