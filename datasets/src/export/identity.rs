@@ -89,12 +89,40 @@ pub(super) fn verified_manifest(dir: &Path, key: &str) -> Option<Manifest> {
     own.sort_unstable();
     let intact = m.input_key == key
         && m.files.keys().map(String::as_str).eq(own)
-        && m.files.iter().all(|(name, hash)| {
-            let path = dir.join(name);
-            std::fs::symlink_metadata(&path).is_ok_and(|t| t.is_file())
-                && hash_file(&path).ok().as_deref() == Some(hash)
-        });
+        && m.files.keys().all(|name| verify(dir, &m, name).is_ok());
     intact.then_some(m)
+}
+
+/// Checks export file `name` against the hash `manifest` records for it: it must be a regular
+/// file (not a link that leads elsewhere) whose blake3 is the manifest's.
+pub(super) fn verify(dir: &Path, manifest: &Manifest, name: &str) -> Result<()> {
+    let path = dir.join(name);
+    let Some(hash) = manifest.files.get(name) else {
+        return Err(Error::field(
+            dir.join("manifest.json"),
+            "manifest",
+            "files",
+            format!("does not list {name}: re-run prepare"),
+        ));
+    };
+    if !fs::symlink_metadata(&path).is_ok_and(|m| m.is_file()) {
+        return Err(Error::field(
+            &path,
+            "file",
+            "type",
+            "is missing or not a regular file: re-run prepare",
+        ));
+    }
+    let actual = hash_file(&path)?;
+    if &actual != hash {
+        return Err(Error::field(
+            &path,
+            "file",
+            "blake3",
+            format!("is {actual}, manifest says {hash}: the export was modified; re-run prepare"),
+        ));
+    }
+    Ok(())
 }
 
 /// The input key prepare would give this dataset (used to decide reuse before embedding).

@@ -11,7 +11,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::fs;
 use std::path::Path;
 
-use super::identity::{hash_file, read_manifest};
+use super::identity::{read_manifest, verify};
 use super::on_demand::OnDemand;
 use super::{Bm25Stats, Chunk, ChunkText, Export, QueryRecord, EXPORT_FILES, EXPORT_VERSION};
 use crate::enrich::{self, KgIndex};
@@ -325,38 +325,6 @@ pub fn load(dir: &Path) -> Result<Export> {
         simgraph: OnDemand::new(),
         subquery_embeddings: subs,
     })
-}
-
-/// Checks export file `name` against the hash `manifest` records for it: it must be a regular
-/// file (not a link that leads elsewhere) whose blake3 is the manifest's.
-fn verify(dir: &Path, manifest: &super::Manifest, name: &str) -> Result<()> {
-    let path = dir.join(name);
-    let Some(hash) = manifest.files.get(name) else {
-        return Err(Error::field(
-            dir.join("manifest.json"),
-            "manifest",
-            "files",
-            format!("does not list {name}: re-run prepare"),
-        ));
-    };
-    if !fs::symlink_metadata(&path).is_ok_and(|m| m.is_file()) {
-        return Err(Error::field(
-            &path,
-            "file",
-            "type",
-            "is missing or not a regular file: re-run prepare",
-        ));
-    }
-    let actual = hash_file(&path)?;
-    if &actual != hash {
-        return Err(Error::field(
-            &path,
-            "file",
-            "blake3",
-            format!("is {actual}, manifest says {hash}: the export was modified; re-run prepare"),
-        ));
-    }
-    Ok(())
 }
 
 /// The chunks' texts of `export`, from its corpus file (checked against its hash first).
