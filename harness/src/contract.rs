@@ -79,27 +79,51 @@ pub enum ThreadSource {
 
 /// Resolves the pinned thread count (`--threads`, else `RAYON_NUM_THREADS`, else the
 /// campaign's `run.threads`), or explains why the run is refused.
+///
+/// A count above [`max_threads`] is refused: one query runs per thread, so thousands of threads
+/// on a few cores measure the scheduler, not the legs (and can stall the machine).
 pub fn pinned_threads(
     flag: Option<usize>,
     campaign: Option<usize>,
 ) -> Result<(usize, ThreadSource), String> {
-    if let Some(n) = flag {
-        if n == 0 {
-            return Err("--threads must be at least 1".into());
-        }
-        return Ok((n, ThreadSource::Flag));
-    }
-    match std::env::var("RAYON_NUM_THREADS") {
-        Ok(v) => match v.trim().parse::<usize>() {
-            Ok(n) if n > 0 => Ok((n, ThreadSource::Env)),
-            _ => Err(format!("RAYON_NUM_THREADS={v:?} is not a positive integer")),
+    let (n, source, name) = match (flag, std::env::var("RAYON_NUM_THREADS")) {
+        (Some(n), _) => (n, ThreadSource::Flag, "--threads".to_string()),
+        (None, Ok(v)) => match v.trim().parse::<usize>() {
+            Ok(n) => (n, ThreadSource::Env, "RAYON_NUM_THREADS".to_string()),
+            Err(_) => return Err(format!("RAYON_NUM_THREADS={v:?} is not a positive integer")),
         },
-        Err(_) => match campaign {
-            Some(0) => Err("campaign field `run.threads` must be at least 1".into()),
-            Some(n) => Ok((n, ThreadSource::Campaign)),
-            None => Err(REFUSAL.into()),
+        (None, Err(_)) => match campaign {
+            Some(n) => (
+                n,
+                ThreadSource::Campaign,
+                "campaign field `run.threads`".into(),
+            ),
+            None => return Err(REFUSAL.into()),
         },
+    };
+    check_thread_count(n, &name, max_threads())?;
+    Ok((n, source))
+}
+
+/// The largest thread count a run accepts: four per core this process may use (at least 8), so
+/// a run can oversubscribe a little (latency studies do) but never by thousands.
+pub fn max_threads() -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    (4 * cores).max(8)
+}
+
+/// Refuses 0 and counts above `max`, naming where the count came from.
+fn check_thread_count(n: usize, name: &str, max: usize) -> Result<(), String> {
+    if n == 0 {
+        return Err(format!("{name} must be at least 1"));
     }
+    if n > max {
+        return Err(format!(
+            "{name} is {n}, above the bound of {max} threads (4 per available core, at least 8): \
+             one query runs per thread, so more threads than that measure the scheduler, not the legs"
+        ));
+    }
+    Ok(())
 }
 
 /// The message a run without a pinned thread count is refused with.
@@ -119,6 +143,22 @@ mod tests {
             (2, ThreadSource::Flag)
         );
         assert!(pinned_threads(Some(0), Some(3)).is_err());
+    }
+
+    #[test]
+    fn thread_counts_above_the_bound_are_refused_naming_their_source() {
+        assert!(check_thread_count(8, "--threads", 8).is_ok());
+        assert!(check_thread_count(1, "--threads", 8).is_ok());
+        let e = check_thread_count(9, "RAYON_NUM_THREADS", 8).unwrap_err();
+        assert!(
+            e.starts_with("RAYON_NUM_THREADS is 9, above the bound of 8"),
+            "{e}"
+        );
+        let e = check_thread_count(0, "campaign field `run.threads`", 8).unwrap_err();
+        assert_eq!(e, "campaign field `run.threads` must be at least 1");
+        assert!(max_threads() >= 8);
+        let e = pinned_threads(Some(100_000), None).unwrap_err();
+        assert!(e.contains("--threads is 100000, above the bound"), "{e}");
     }
 
     #[test]

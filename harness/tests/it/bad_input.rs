@@ -1124,6 +1124,12 @@ fn command_line_cases(t: &mut Table) {
         &["--threads", "at least 1"],
     );
     t.command(
+        "`--threads 100000` (above the bound)",
+        Cmd::Run,
+        &[("--threads", "100000")],
+        &["--threads is 100000", "above the bound"],
+    );
+    t.command(
         "`--threads -1`",
         Cmd::Run,
         &[("--threads", "-1")],
