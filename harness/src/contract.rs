@@ -87,21 +87,17 @@ pub fn pinned_threads(
     campaign: Option<usize>,
 ) -> Result<(usize, ThreadSource), String> {
     let (n, source, name) = match (flag, std::env::var("RAYON_NUM_THREADS")) {
-        (Some(n), _) => (n, ThreadSource::Flag, "--threads".to_string()),
+        (Some(n), _) => (n, ThreadSource::Flag, "--threads"),
         (None, Ok(v)) => match v.trim().parse::<usize>() {
-            Ok(n) => (n, ThreadSource::Env, "RAYON_NUM_THREADS".to_string()),
+            Ok(n) => (n, ThreadSource::Env, "RAYON_NUM_THREADS"),
             Err(_) => return Err(format!("RAYON_NUM_THREADS={v:?} is not a positive integer")),
         },
         (None, Err(_)) => match campaign {
-            Some(n) => (
-                n,
-                ThreadSource::Campaign,
-                "campaign field `run.threads`".into(),
-            ),
+            Some(n) => (n, ThreadSource::Campaign, "campaign field `run.threads`"),
             None => return Err(REFUSAL.into()),
         },
     };
-    check_thread_count(n, &name, max_threads())?;
+    check_thread_count(n, name, max_threads())?;
     Ok((n, source))
 }
 
