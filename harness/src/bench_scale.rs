@@ -120,6 +120,8 @@ pub fn run(
     if sizes.is_empty() {
         bail!("--passages: give at least one size");
     }
+    // the same bound as a run's thread count (the flag is this command's `--threads`)
+    crate::contract::pinned_threads(Some(threads), None).map_err(anyhow::Error::msg)?;
     let seed = hopbench_datasets::synthetic::SyntheticConfig::default().seed;
     std::fs::create_dir_all(results).with_context(|| format!("creating {}", results.display()))?;
     let yaml = campaign_yaml(results, sizes, seed);
@@ -375,6 +377,15 @@ pub fn markdown(r: &ScaleReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_thread_count_above_the_bound_is_refused_before_anything_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let results = dir.path().join("scale");
+        let e = run(&[100], &results, 10, 1, 100_000, false).unwrap_err();
+        assert!(e.to_string().contains("--threads is 100000"), "{e}");
+        assert!(!results.exists());
+    }
 
     #[test]
     fn the_scale_campaign_parses_with_one_dataset_per_size() {
