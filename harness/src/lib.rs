@@ -1,9 +1,10 @@
 //! The hopbench library: everything the `hopbench` binary does, as modules, so that the fuzz
 //! targets and the benchmarks can call the loaders and readers directly.
 //!
-//! The binary is a thin layer: clap parses arguments (`cli`), `settings` resolves them with the
-//! campaign and the environment into one [`settings::Settings`], once, and the modules below do
-//! the work, reading it by reference and passing plain structs:
+//! The binary is a thin layer: `commands` parses the arguments (one file per command, its
+//! arguments and its `run`), `settings` resolves them with the campaign and the environment
+//! into one [`settings::Settings`], once, and the modules below do the work, reading it by
+//! reference and passing plain structs:
 //! `campaign` (typed campaign.yaml) -> `data` (raw files -> export) -> `matrix` (legs x queries)
 //! -> `evaluate`/`metrics` -> `summary` (cells) -> `report`, `compare`, `trec`.
 
@@ -30,7 +31,7 @@ pub mod breakdown;
 pub mod cache;
 pub mod campaign;
 pub mod chunking;
-pub mod cli;
+pub mod commands;
 pub mod compare;
 pub mod contract;
 pub mod curve;

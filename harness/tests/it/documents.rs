@@ -462,8 +462,13 @@ fn chunk_sizes_compare_at_equal_token_spend() {
         "packer",
         "packer",
     ]);
-    assert!(String::from_utf8_lossy(&legs.stderr)
-        .contains("--dataset-b applies to compare-curves only"));
+    // `--dataset-b` is compare-curves' flag alone: compare-legs does not know it
+    assert_eq!(legs.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&legs.stderr).contains("unexpected argument '--dataset-b'"),
+        "{}",
+        String::from_utf8_lossy(&legs.stderr)
+    );
 }
 
 #[test]

@@ -1,0 +1,60 @@
+//! `hopbench bench scale`: writes its own campaign and results directory, so it resolves no
+//! settings.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::Args;
+
+use crate::bench_scale;
+use crate::commands::{at_least_one, Command, JsonOut, Task};
+use crate::settings::{Overrides, Settings};
+
+/// Prepare and query cost as the corpus grows: per-stage time and peak RSS, per-leg latency,
+/// growth exponents, a computing and a cached matrix run (hashing-384 embedder).
+#[derive(Args, Debug)]
+pub struct Scale {
+    /// Comma list of passage counts, e.g. `10000,100000,1000000`.
+    #[arg(long, value_delimiter = ',', required = true)]
+    pub passages: Vec<usize>,
+    /// Where the scale campaign, its exports, shards and cells go.
+    #[arg(long, default_value = "results-scale")]
+    pub results: PathBuf,
+    /// Questions each leg is timed on (and the matrix's `--limit`).
+    #[arg(long, default_value_t = 100, value_parser = at_least_one)]
+    pub queries: usize,
+    /// Timed passes per leg (after one warm-up pass).
+    #[arg(long, default_value_t = 3, value_parser = at_least_one)]
+    pub repeat: usize,
+    /// Threads of the prepare and the matrix (latencies are one thread).
+    #[arg(long, default_value_t = 2, value_parser = at_least_one)]
+    pub threads: usize,
+    /// Skip the two `run-matrix` runs.
+    #[arg(long)]
+    pub no_matrix: bool,
+    #[command(flatten)]
+    pub json: JsonOut,
+}
+
+impl Command for Scale {
+    const TASK: Task = Task::Measure;
+
+    fn overrides(&self) -> Option<Overrides> {
+        None
+    }
+
+    fn run(self, _: Option<&Settings>) -> Result<ExitCode> {
+        let r = bench_scale::run(
+            &self.passages,
+            &self.results,
+            self.queries,
+            self.repeat,
+            self.threads,
+            !self.no_matrix,
+        )?;
+        out!("{}", bench_scale::markdown(&r).trim_end());
+        self.json.write(&r)?;
+        Ok(ExitCode::SUCCESS)
+    }
+}

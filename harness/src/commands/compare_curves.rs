@@ -1,0 +1,42 @@
+//! `hopbench compare-curves`.
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::Args;
+
+use super::{resolved, Command, LegPair, Task};
+use crate::settings::{Overrides, Settings};
+use crate::spend;
+
+/// Equal-spend comparison of two selecting legs' budget curves on one dataset.
+#[derive(Args, Debug)]
+pub struct CompareCurves {
+    #[command(flatten)]
+    pub pair: LegPair,
+    /// Take leg B from this dataset instead (another chunking variant of `--dataset`,
+    /// `docs@size512-overlap0`): the same queries under another chunking, at equal token spend.
+    #[arg(long)]
+    pub dataset_b: Option<String>,
+}
+
+impl Command for CompareCurves {
+    const TASK: Task = Task::Analyse;
+
+    fn overrides(&self) -> Option<Overrides> {
+        Some(self.pair.read.overrides())
+    }
+
+    fn run(self, settings: Option<&Settings>) -> Result<ExitCode> {
+        let s = resolved(settings);
+        let p = &self.pair;
+        let stats = &s.campaign.stats;
+        let c = match &self.dataset_b {
+            None => spend::compare(&s.results, &p.dataset, &p.a, &p.b, stats)?,
+            Some(db) => spend::compare_across(&s.results, (&p.dataset, &p.a), (db, &p.b), stats)?,
+        };
+        out!("{}", spend::table(&c));
+        p.json.write(&c)?;
+        Ok(ExitCode::SUCCESS)
+    }
+}

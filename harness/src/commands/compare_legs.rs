@@ -1,0 +1,42 @@
+//! `hopbench compare-legs`.
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::Args;
+
+use super::{resolved, Command, LegPair, Task};
+use crate::compare;
+use crate::settings::{Overrides, Settings};
+
+/// Paired comparison of two legs on one dataset of one results directory.
+#[derive(Args, Debug)]
+pub struct CompareLegs {
+    #[command(flatten)]
+    pub pair: LegPair,
+    /// One paired comparison per group of a dataset label (`multi_turn`), of `intent` (as a
+    /// conversation leg classified it), or of a `note:<annotation>`.
+    #[arg(long)]
+    pub by: Option<String>,
+}
+
+impl Command for CompareLegs {
+    const TASK: Task = Task::Analyse;
+
+    fn overrides(&self) -> Option<Overrides> {
+        Some(self.pair.read.overrides())
+    }
+
+    fn run(self, settings: Option<&Settings>) -> Result<ExitCode> {
+        let s = resolved(settings);
+        let p = &self.pair;
+        let (results, stats) = (&s.results, &s.campaign.stats);
+        let c = match &self.by {
+            Some(by) => compare::compare_legs_by(results, &p.dataset, &p.a, &p.b, by, stats)?,
+            None => compare::compare_legs(results, &p.dataset, &p.a, &p.b, stats)?,
+        };
+        out!("{}", compare::table(&c));
+        p.json.write(&c)?;
+        Ok(ExitCode::SUCCESS)
+    }
+}

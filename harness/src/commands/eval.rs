@@ -1,0 +1,127 @@
+//! `hopbench eval`: needs no campaign (one given lends its `recall_k` and `stats`), takes no
+//! lock and writes only `--per-query`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::Args;
+
+use super::{Command, Task};
+use crate::campaign::{Campaign, CiMode, EMBEDDED};
+use crate::eval_cmd;
+use crate::settings::{Overrides, Settings};
+
+/// Score a run file (TREC, JSON or parquet) against TREC qrels with hopbench's metrics, mean
+/// and 95% CI per metric (no campaign, export or model needed).
+#[derive(Args, Debug)]
+pub struct Eval {
+    /// The run: TREC (`qid Q0 docid rank score tag`), JSON (`{qid: {docid: score}}`) or
+    /// parquet (columns `query_id`, `doc_id`, `score`).
+    pub run: PathBuf,
+    /// TREC qrels (`qid 0 docid rel`; relevant when rel > 0).
+    pub qrels: PathBuf,
+    /// The run's format (default: from its extension: .trec, .txt, .run, .json, .parquet).
+    #[arg(long, value_enum)]
+    pub run_format: Option<RunFormatArg>,
+    /// How to print the result.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: EvalOutput,
+    /// Also write the per-query values: FILE.json (`{qid: {metric: value}}`) or FILE.tsv.
+    #[arg(long)]
+    pub per_query: Option<PathBuf>,
+    /// A run query the qrels do not judge: `error`, or `drop` (its records are dropped and
+    /// counted).
+    #[arg(long, value_enum, default_value = "error")]
+    pub unknown_ids: UnknownIdsArg,
+    /// Campaign whose `recall_k` and `stats` to use (default: the compiled-in campaign's).
+    #[arg(long)]
+    pub campaign: Option<PathBuf>,
+    /// No confidence intervals (the bootstrap costs resamples x queries per metric).
+    #[arg(long)]
+    pub no_ci: bool,
+}
+
+/// `--run-format`.
+#[derive(clap::ValueEnum, Debug, Clone, Copy)]
+pub enum RunFormatArg {
+    /// `qid Q0 docid rank score tag` lines.
+    Trec,
+    /// `{qid: {docid: score}}`.
+    Json,
+    /// Columns `query_id`, `doc_id`, `score`.
+    Parquet,
+}
+
+impl RunFormatArg {
+    /// The reader's format.
+    pub fn format(self) -> hopbench_datasets::runfile::RunFormat {
+        use hopbench_datasets::runfile::RunFormat;
+        match self {
+            RunFormatArg::Trec => RunFormat::Trec,
+            RunFormatArg::Json => RunFormat::Json,
+            RunFormatArg::Parquet => RunFormat::Parquet,
+        }
+    }
+}
+
+/// `--format`.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EvalOutput {
+    /// An aligned table with the counts above it.
+    Table,
+    /// The whole report as JSON.
+    Json,
+    /// One row per metric: `metric mean ci_lo ci_hi queries`.
+    Tsv,
+}
+
+/// `--unknown-ids`.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnknownIdsArg {
+    /// An error naming the file and the line.
+    Error,
+    /// Dropped and counted.
+    Drop,
+}
+
+impl Command for Eval {
+    const TASK: Task = Task::Score;
+
+    /// None: a broken `./campaign.yaml` must not stop the scoring of a run file.
+    fn overrides(&self) -> Option<Overrides> {
+        None
+    }
+
+    fn run(self, _: Option<&Settings>) -> Result<ExitCode> {
+        let campaign = match &self.campaign {
+            Some(p) => Campaign::load(Some(p))?.0,
+            None => Campaign::parse(EMBEDDED, "<embedded campaign.yaml>")?,
+        };
+        let mut stats = campaign.stats.clone();
+        if self.no_ci {
+            stats.ci = CiMode::Off;
+        }
+        let options = eval_cmd::EvalOptions {
+            run: self.run.clone(),
+            format: self.run_format.map(|f| f.format()),
+            qrels: self.qrels.clone(),
+            drop_unknown: self.unknown_ids == UnknownIdsArg::Drop,
+            recall_k: campaign.recall_k.clone(),
+            stats,
+        };
+        let (report, values) = eval_cmd::run(&options)?;
+        if let Some(path) = &self.per_query {
+            eval_cmd::write_per_query(path, &values)?;
+        }
+        match self.format {
+            EvalOutput::Table => out!("{}", eval_cmd::table(&report).trim_end()),
+            EvalOutput::Tsv => out!("{}", eval_cmd::tsv(&report).trim_end()),
+            EvalOutput::Json => out!(
+                "{}",
+                serde_json::to_string_pretty(&report).expect("the report serialises")
+            ),
+        }
+        Ok(ExitCode::SUCCESS)
+    }
+}

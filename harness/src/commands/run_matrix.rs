@@ -1,0 +1,108 @@
+//! `hopbench run-matrix`.
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::Args;
+
+use super::{at_least_one, resolved, Command, CommonArgs, Lock, Selection, Task};
+use crate::lock;
+use crate::matrix::{self, CellOutcome};
+use crate::settings::{Overrides, RunFlags, Settings};
+
+/// Run every selected leg on every selected dataset and write one cached cell each.
+#[derive(Args, Debug)]
+pub struct RunMatrix {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    #[command(flatten)]
+    pub select: Selection,
+    /// Evaluate only the first N queries of each dataset (a different query set: cells are not
+    /// comparable with full runs). At least 1.
+    #[arg(long, value_parser = at_least_one, allow_negative_numbers = true)]
+    pub limit: Option<usize>,
+    /// Recompute cells even when their key matches.
+    #[arg(long)]
+    pub force: bool,
+    /// Thread count (required, or RAYON_NUM_THREADS, or the campaign's `run.threads`): the
+    /// determinism contract.
+    #[arg(long, allow_negative_numbers = true)]
+    pub threads: Option<usize>,
+    /// No progress bars.
+    #[arg(long)]
+    pub quiet: bool,
+    /// Do not compute budget curves for selecting legs.
+    #[arg(long)]
+    pub no_curves: bool,
+    /// Print the resolved settings as a campaign file (feed it back with `--campaign`) and exit.
+    #[arg(long)]
+    pub show_settings: bool,
+    /// Do not write the HTML report at the end.
+    #[arg(long)]
+    pub no_report: bool,
+    /// Run only part I of N (I from 0) of the selected cells, beside the other parts (a Slurm
+    /// array task); no matrix.md: an unsharded run afterwards finds every cell cached.
+    #[arg(long)]
+    pub shard: Option<crate::shard::Shard>,
+    /// Run only these cells of the selection: a comma list of DATASET/LEG.
+    #[arg(long)]
+    pub cells: Option<String>,
+}
+
+impl Command for RunMatrix {
+    const TASK: Task = Task::Run;
+
+    fn overrides(&self) -> Option<Overrides> {
+        Some(Overrides {
+            run: Some(RunFlags {
+                datasets: self.select.datasets.clone(),
+                legs: self.select.legs.clone(),
+                limit: self.limit,
+                threads: self.threads,
+                force: self.force,
+                quiet: self.quiet,
+                no_curves: self.no_curves,
+                shard: self.shard,
+                cells: self.cells.clone(),
+            }),
+            ..self.common.overrides()
+        })
+    }
+
+    /// The parts of a sharded run hold the lock shared: they write disjoint files.
+    fn lock(&self) -> Option<Lock> {
+        (!self.show_settings).then_some(Lock {
+            wait: !self.common.no_wait,
+            mode: match self.shard {
+                Some(_) => lock::Mode::Shared,
+                None => lock::Mode::Exclusive,
+            },
+        })
+    }
+
+    fn run(self, settings: Option<&Settings>) -> Result<ExitCode> {
+        let s = resolved(settings);
+        if self.show_settings {
+            out!("{}", s.to_yaml().trim_end());
+            return Ok(ExitCode::SUCCESS);
+        }
+        let m = s.matrix.as_ref().expect("run-matrix resolves its settings");
+        let started = std::time::Instant::now();
+        let cells = matrix::run(&s.campaign, m)?;
+        let count = |o: CellOutcome| cells.iter().filter(|(_, x)| *x == o).count();
+        eprintln!(
+            "{} cells: {} computed, {} cached, {} missing inputs; {:.2} s; matrix written to {}",
+            cells.len(),
+            count(CellOutcome::Computed),
+            count(CellOutcome::Cached),
+            count(CellOutcome::Missing),
+            started.elapsed().as_secs_f64(),
+            m.results.join("matrix.md").display()
+        );
+        // a part of a sharded run writes neither the matrix nor the report
+        if !self.no_report && m.shard.is_none() {
+            super::report::write(s, &m.results.join("report"))?;
+        }
+        Ok(ExitCode::SUCCESS)
+    }
+}

@@ -1,0 +1,95 @@
+//! `hopbench serving-parity`: prints the markdown tables and writes the files.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::Args;
+
+use super::{resolved, Command, CommonArgs, Lock, Task};
+use crate::settings::{Overrides, Settings};
+
+/// Serve a leg's dense side through Qdrant's HNSW at several `hnsw_ef` and measure what
+/// changes against the exact engine: ANN recall@10, gate agreement, paired metric differences
+/// with CIs, latency (needs the `qdrant` build feature).
+#[derive(Args, Debug)]
+pub struct ServingParity {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// The dataset.
+    #[arg(long)]
+    pub dataset: String,
+    /// The campaign leg whose dense side is served (it must have one).
+    #[arg(long, default_value = "graph_rescue")]
+    pub leg: String,
+    /// Comma list of search beam widths.
+    #[arg(long, value_delimiter = ',', default_value = "16,64,128,512")]
+    pub hnsw_ef: Vec<usize>,
+    /// HNSW links per node.
+    #[arg(long, default_value_t = 16)]
+    pub m: usize,
+    /// HNSW build beam width.
+    #[arg(long, default_value_t = 100)]
+    pub ef_construct: usize,
+    /// Vectors and graph memory-mapped from disk.
+    #[arg(long)]
+    pub on_disk: bool,
+    /// Timed passes over the queries per path (after the pass whose results are compared).
+    #[arg(long, default_value_t = 5)]
+    pub repeat: usize,
+    /// Write parity-<dataset>-<leg>.{json,md,png,svg} here (default: <results>/parity).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+impl Command for ServingParity {
+    const TASK: Task = Task::Measure;
+
+    fn overrides(&self) -> Option<Overrides> {
+        Some(self.common.overrides())
+    }
+
+    fn lock(&self) -> Option<Lock> {
+        Some(self.common.exclusive())
+    }
+
+    fn run(self, settings: Option<&Settings>) -> Result<ExitCode> {
+        run(resolved(settings), &self)?;
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+#[cfg(feature = "qdrant")]
+fn run(s: &Settings, a: &ServingParity) -> Result<()> {
+    let campaign = &s.campaign;
+    let name = &crate::campaign::select(&a.dataset, campaign.datasets.keys(), "dataset")?[0];
+    let export = crate::bench::open(campaign, name, &s.data)?;
+    let build = hopbench_datasets::hnsw::HnswSettings {
+        m: a.m,
+        ef_construct: a.ef_construct,
+        on_disk: a.on_disk,
+    };
+    let p = crate::parity::run(
+        campaign, name, &export, &a.leg, &a.hnsw_ef, build, a.repeat, &s.data,
+    )?;
+    out!("{}", crate::parity::markdown(&p).trim_end());
+    let dir = a.out.clone().unwrap_or_else(|| s.results.join("parity"));
+    let mut paths = crate::parity::write(&dir, &p)?;
+    paths.extend(crate::parity_plot::write(
+        &dir,
+        &crate::parity::stem(&p),
+        &p,
+    )?);
+    for path in paths {
+        eprintln!("wrote {}", path.display());
+    }
+    Ok(())
+}
+
+#[cfg(not(feature = "qdrant"))]
+fn run(_: &Settings, _: &ServingParity) -> Result<()> {
+    anyhow::bail!(
+        "serving-parity: {}",
+        hopbench_legs::engine::qdrant::NOT_BUILT
+    )
+}

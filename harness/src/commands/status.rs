@@ -1,0 +1,48 @@
+//! `hopbench status`.
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::Args;
+
+use super::{at_least_one, resolved, Command, CommonArgs, Selection, Task};
+use crate::settings::{Overrides, Settings};
+
+/// Where each cell stands: done, stale, failed (with its error) or missing; exit 0 only when
+/// every cell is done.
+#[derive(Args, Debug)]
+pub struct Status {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    #[command(flatten)]
+    pub select: Selection,
+    /// `--limit` of the run whose cells to look at.
+    #[arg(long, value_parser = at_least_one, allow_negative_numbers = true)]
+    pub limit: Option<usize>,
+}
+
+impl Command for Status {
+    const TASK: Task = Task::Run;
+
+    fn overrides(&self) -> Option<Overrides> {
+        Some(Overrides {
+            run: Some(self.select.planning(self.limit)),
+            ..self.common.overrides()
+        })
+    }
+
+    fn run(self, settings: Option<&Settings>) -> Result<ExitCode> {
+        let s = resolved(settings);
+        let m = s
+            .matrix
+            .as_ref()
+            .expect("status resolves the run's settings");
+        let cells = crate::status::cells(&s.campaign, m)?;
+        out!("{}", crate::status::table(&cells));
+        Ok(if cells.iter().any(|(_, _, st)| st.pending()) {
+            ExitCode::from(1)
+        } else {
+            ExitCode::SUCCESS
+        })
+    }
+}
