@@ -4,9 +4,11 @@
 //! The binary is a thin layer: `commands` parses the arguments (one file per command, its
 //! arguments and its `run`), `settings` resolves them with the campaign and the environment
 //! into one [`settings::Settings`], once, and the modules below do the work, reading it by
-//! reference and passing plain structs:
-//! `campaign` (typed campaign.yaml) -> `data` (raw files -> export) -> `matrix` (legs x queries)
-//! -> `evaluate`/`metrics` -> `summary` (cells) -> `report`, `compare`, `trec`.
+//! reference and passing plain structs. The folders follow a run:
+//! [`pipeline`] (campaign.yaml -> settings -> exports -> the matrix of legs x queries -> scores)
+//! writes through [`store`] (cells, caches, locks, atomic files, TREC files); [`analysis`]
+//! reads cells back (metrics, statistics, comparisons); [`report`] renders them; [`cluster`]
+//! splits a run into parts and jobs; [`bench`] measures speed and cost.
 
 /// `println!` that ends the process quietly when stdout is closed (`hopbench ... | head`), as
 /// command-line tools should, instead of panicking on the broken pipe.
@@ -24,39 +26,10 @@ macro_rules! out {
     }};
 }
 
+pub mod analysis;
 pub mod bench;
-pub mod bench_generate;
-pub mod bench_scale;
-pub mod breakdown;
-pub mod cache;
-pub mod campaign;
-pub mod chunking;
+pub mod cluster;
 pub mod commands;
-pub mod compare;
-pub mod contract;
-pub mod curve;
-pub mod data;
-pub mod eval_cmd;
-pub mod evaluate;
-pub mod fsx;
-pub mod html;
-pub mod leg_build;
-pub mod lock;
-pub mod matrix;
-pub mod metrics;
-#[cfg(feature = "qdrant")]
-pub mod parity;
-#[cfg(feature = "qdrant")]
-pub mod parity_plot;
-pub mod plot;
-pub mod progress;
-pub mod protocol;
+pub mod pipeline;
 pub mod report;
-pub mod settings;
-pub mod shard;
-pub mod slurm;
-pub mod spend;
-pub mod stats;
-pub mod status;
-pub mod summary;
-pub mod trec;
+pub mod store;

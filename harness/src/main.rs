@@ -5,8 +5,8 @@
 use std::process::ExitCode;
 
 use hopbench::commands;
-use hopbench::lock::ResultsLock;
-use hopbench::settings::Settings;
+use hopbench::pipeline::settings::Settings;
+use hopbench::store::lock::ResultsLock;
 
 fn main() -> ExitCode {
     match run(commands::parse()) {

@@ -6,9 +6,9 @@ use anyhow::Result;
 use clap::Args;
 
 use super::{resolved, Command, ReadArgs, Task};
-use crate::campaign::select;
-use crate::settings::{Overrides, Settings};
-use crate::summary;
+use crate::pipeline::campaign::select;
+use crate::pipeline::settings::{Overrides, Settings};
+use crate::store::summary;
 
 /// Per-group metrics of cells (by dataset label and classified intent), the intent confusion
 /// matrix and reference-resolution accuracy.
@@ -42,7 +42,7 @@ impl Command for Breakdown {
             found += 1;
             out!(
                 "{}",
-                crate::report::breakdown_text(&summary::read_summary(&path)?)
+                crate::report::markdown::breakdown_text(&summary::read_summary(&path)?)
             );
         }
         if found == 0 {

@@ -7,7 +7,7 @@ use anyhow::Result;
 use clap::Args;
 
 use super::{resolved, Command, JsonOut, Task};
-use crate::settings::{Overrides, Settings};
+use crate::pipeline::settings::{Overrides, Settings};
 
 /// Compare two results directories cell by cell.
 #[derive(Args, Debug)]
@@ -43,8 +43,8 @@ impl Command for Compare {
                 );
             }
         }
-        let c = crate::compare::compare(&self.a, &self.b, &s.campaign.stats)?;
-        out!("{}", crate::compare::table(&c));
+        let c = crate::analysis::compare::compare(&self.a, &self.b, &s.campaign.stats)?;
+        out!("{}", crate::analysis::compare::table(&c));
         self.json.write(&c)?;
         Ok(ExitCode::SUCCESS)
     }

@@ -6,8 +6,8 @@ use anyhow::Result;
 use clap::Args;
 
 use super::{resolved, Command, LegPair, Task};
-use crate::settings::{Overrides, Settings};
-use crate::spend;
+use crate::analysis::spend;
+use crate::pipeline::settings::{Overrides, Settings};
 
 /// Equal-spend comparison of two selecting legs' budget curves on one dataset.
 #[derive(Args, Debug)]

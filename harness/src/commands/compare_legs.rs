@@ -6,8 +6,8 @@ use anyhow::Result;
 use clap::Args;
 
 use super::{resolved, Command, LegPair, Task};
-use crate::compare;
-use crate::settings::{Overrides, Settings};
+use crate::analysis::compare;
+use crate::pipeline::settings::{Overrides, Settings};
 
 /// Paired comparison of two legs on one dataset of one results directory.
 #[derive(Args, Debug)]

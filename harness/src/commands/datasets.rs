@@ -6,7 +6,7 @@ use anyhow::Result;
 use clap::Args;
 
 use super::{resolved, Command, CommonArgs, Task};
-use crate::settings::{Overrides, Settings};
+use crate::pipeline::settings::{Overrides, Settings};
 use hopbench_datasets::embed;
 
 /// List the campaign's datasets and whether their raw files are present.
@@ -33,9 +33,10 @@ impl Command for Datasets {
             out!("model: {}", s.data.model_dir.display());
         }
         for (name, spec) in &campaign.datasets {
-            let status = crate::data::availability(campaign, name, s.data.data_dir.as_deref());
+            let status =
+                crate::pipeline::data::availability(campaign, name, s.data.data_dir.as_deref());
             // what it indexes per passage (validated when the campaign loaded)
-            let indexed = crate::protocol::label(campaign.protocol(name), None);
+            let indexed = crate::pipeline::protocol::label(campaign.protocol(name), None);
             let own = spec
                 .vectors
                 .as_ref()

@@ -8,9 +8,9 @@ use anyhow::Result;
 use clap::Args;
 
 use super::{Command, Task};
-use crate::campaign::{Campaign, CiMode, EMBEDDED};
-use crate::eval_cmd;
-use crate::settings::{Overrides, Settings};
+use crate::analysis::eval;
+use crate::pipeline::campaign::{Campaign, CiMode, EMBEDDED};
+use crate::pipeline::settings::{Overrides, Settings};
 
 /// Score a run file (TREC, JSON or parquet) against TREC qrels with hopbench's metrics, mean
 /// and 95% CI per metric (no campaign, export or model needed).
@@ -102,7 +102,7 @@ impl Command for Eval {
         if self.no_ci {
             stats.ci = CiMode::Off;
         }
-        let options = eval_cmd::EvalOptions {
+        let options = eval::EvalOptions {
             run: self.run.clone(),
             format: self.run_format.map(|f| f.format()),
             qrels: self.qrels.clone(),
@@ -110,13 +110,13 @@ impl Command for Eval {
             recall_k: campaign.recall_k.clone(),
             stats,
         };
-        let (report, values) = eval_cmd::run(&options)?;
+        let (report, values) = eval::run(&options)?;
         if let Some(path) = &self.per_query {
-            eval_cmd::write_per_query(path, &values)?;
+            eval::write_per_query(path, &values)?;
         }
         match self.format {
-            EvalOutput::Table => out!("{}", eval_cmd::table(&report).trim_end()),
-            EvalOutput::Tsv => out!("{}", eval_cmd::tsv(&report).trim_end()),
+            EvalOutput::Table => out!("{}", eval::table(&report).trim_end()),
+            EvalOutput::Tsv => out!("{}", eval::tsv(&report).trim_end()),
             EvalOutput::Json => out!(
                 "{}",
                 serde_json::to_string_pretty(&report).expect("the report serialises")

@@ -6,7 +6,7 @@ use anyhow::Result;
 use clap::Args;
 
 use super::{resolved, Command, CommonArgs, Task};
-use crate::settings::{Overrides, Settings};
+use crate::pipeline::settings::{Overrides, Settings};
 
 /// List the campaign's legs with their resolved parameters.
 #[derive(Args, Debug)]

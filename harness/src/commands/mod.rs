@@ -13,8 +13,8 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::{Args, CommandFactory, FromArgMatches, Parser};
 
-use crate::lock;
-use crate::settings::{Overrides, RunFlags, Settings};
+use crate::pipeline::settings::{Overrides, RunFlags, Settings};
+use crate::store::lock;
 
 pub mod bench;
 pub mod breakdown;
@@ -106,7 +106,7 @@ macro_rules! commands {
                 vec![$(<$args as $crate::commands::Command>::TASK,)*]
             }
             /// [`Command::overrides`] of the command given.
-            pub fn overrides(&self) -> Option<$crate::settings::Overrides> {
+            pub fn overrides(&self) -> Option<$crate::pipeline::settings::Overrides> {
                 match self {
                     $($name::$variant(a) => $crate::commands::Command::overrides(a),)*
                 }
@@ -120,7 +120,7 @@ macro_rules! commands {
             /// [`Command::run`] of the command given.
             pub fn run(
                 self,
-                settings: Option<&$crate::settings::Settings>,
+                settings: Option<&$crate::pipeline::settings::Settings>,
             ) -> anyhow::Result<std::process::ExitCode> {
                 match self {
                     $($name::$variant(a) => $crate::commands::Command::run(a, settings),)*
@@ -345,7 +345,8 @@ pub fn write_json<T: serde::Serialize>(path: Option<&Path>, value: &T) -> Result
     use anyhow::Context as _;
     if let Some(p) = path {
         let text = serde_json::to_string_pretty(value).expect("serialisable") + "\n";
-        crate::fsx::write_atomic(p, text.as_bytes()).with_context(|| format!("{}", p.display()))?;
+        crate::store::fsx::write_atomic(p, text.as_bytes())
+            .with_context(|| format!("{}", p.display()))?;
     }
     Ok(())
 }

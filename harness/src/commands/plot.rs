@@ -7,9 +7,9 @@ use anyhow::Result;
 use clap::Args;
 
 use super::{resolved, Command, ReadArgs, Task};
-use crate::campaign::select;
-use crate::plot;
-use crate::settings::{Overrides, Settings};
+use crate::pipeline::campaign::select;
+use crate::pipeline::settings::{Overrides, Settings};
+use crate::report::plot;
 
 /// Draw the budget curves of every dataset (PNG and SVG).
 #[derive(Args, Debug)]

@@ -6,9 +6,9 @@ use anyhow::Result;
 use clap::Args;
 
 use super::{resolved, Command, CommonArgs, Lock, Task};
-use crate::data;
-use crate::lock;
-use crate::settings::{default_datasets, Overrides, Settings};
+use crate::pipeline::data;
+use crate::pipeline::settings::{default_datasets, Overrides, Settings};
+use crate::store::lock;
 
 /// Build (or reuse) the export of datasets: read raw files, embed, index.
 #[derive(Args, Debug)]
@@ -24,7 +24,7 @@ pub struct Prepare {
     /// Embed only part I of N (I from 0) of the datasets' texts into the embedding cache,
     /// beside the other parts (a Slurm array task), and write no export.
     #[arg(long)]
-    pub shard: Option<crate::shard::Shard>,
+    pub shard: Option<crate::cluster::shard::Shard>,
 }
 
 impl Command for Prepare {
@@ -60,7 +60,7 @@ impl Command for Prepare {
 fn embed_parts(
     s: &Settings,
     names: &[String],
-    shard: crate::shard::Shard,
+    shard: crate::cluster::shard::Shard,
     progress: bool,
 ) -> Result<()> {
     let data = data::DataSettings {

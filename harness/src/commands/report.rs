@@ -7,7 +7,7 @@ use anyhow::Result;
 use clap::Args;
 
 use super::{resolved, Command, ReadArgs, Task};
-use crate::settings::{Overrides, Settings};
+use crate::pipeline::settings::{Overrides, Settings};
 
 /// Write the static HTML report of a results directory (no server, opens from disk).
 #[derive(Args, Debug)]
@@ -44,7 +44,7 @@ pub fn write(s: &Settings, out: &Path) -> Result<()> {
         .map(|[a, b]| (a.clone(), b.clone()))
         .collect();
     let started = std::time::Instant::now();
-    let w = crate::html::write_report(&crate::html::ReportOptions {
+    let w = crate::report::html::write_report(&crate::report::html::ReportOptions {
         results: &s.results,
         out,
         campaign: &s.campaign,

@@ -6,9 +6,9 @@ use anyhow::Result;
 use clap::Args;
 
 use super::{at_least_one, resolved, Command, CommonArgs, Lock, Selection, Task};
-use crate::lock;
-use crate::matrix::{self, CellOutcome};
-use crate::settings::{Overrides, RunFlags, Settings};
+use crate::pipeline::matrix::{self, CellOutcome};
+use crate::pipeline::settings::{Overrides, RunFlags, Settings};
+use crate::store::lock;
 
 /// Run every selected leg on every selected dataset and write one cached cell each.
 #[derive(Args, Debug)]
@@ -43,7 +43,7 @@ pub struct RunMatrix {
     /// Run only part I of N (I from 0) of the selected cells, beside the other parts (a Slurm
     /// array task); no matrix.md: an unsharded run afterwards finds every cell cached.
     #[arg(long)]
-    pub shard: Option<crate::shard::Shard>,
+    pub shard: Option<crate::cluster::shard::Shard>,
     /// Run only these cells of the selection: a comma list of DATASET/LEG.
     #[arg(long)]
     pub cells: Option<String>,

@@ -7,7 +7,7 @@ use anyhow::Result;
 use clap::Args;
 
 use super::{resolved, Command, CommonArgs, Lock, Task};
-use crate::settings::{Overrides, Settings};
+use crate::pipeline::settings::{Overrides, Settings};
 
 /// Serve a leg's dense side through Qdrant's HNSW at several `hnsw_ef` and measure what
 /// changes against the exact engine: ANN recall@10, gate agreement, paired metric differences
@@ -62,22 +62,23 @@ impl Command for ServingParity {
 #[cfg(feature = "qdrant")]
 fn run(s: &Settings, a: &ServingParity) -> Result<()> {
     let campaign = &s.campaign;
-    let name = &crate::campaign::select(&a.dataset, campaign.datasets.keys(), "dataset")?[0];
+    let name =
+        &crate::pipeline::campaign::select(&a.dataset, campaign.datasets.keys(), "dataset")?[0];
     let export = crate::bench::open(campaign, name, &s.data)?;
     let build = hopbench_datasets::hnsw::HnswSettings {
         m: a.m,
         ef_construct: a.ef_construct,
         on_disk: a.on_disk,
     };
-    let p = crate::parity::run(
+    let p = crate::bench::parity::run(
         campaign, name, &export, &a.leg, &a.hnsw_ef, build, a.repeat, &s.data,
     )?;
-    out!("{}", crate::parity::markdown(&p).trim_end());
+    out!("{}", crate::bench::parity::markdown(&p).trim_end());
     let dir = a.out.clone().unwrap_or_else(|| s.results.join("parity"));
-    let mut paths = crate::parity::write(&dir, &p)?;
-    paths.extend(crate::parity_plot::write(
+    let mut paths = crate::bench::parity::write(&dir, &p)?;
+    paths.extend(crate::bench::parity_plot::write(
         &dir,
-        &crate::parity::stem(&p),
+        &crate::bench::parity::stem(&p),
         &p,
     )?);
     for path in paths {

@@ -7,8 +7,8 @@ use anyhow::{Context, Result};
 use clap::Args;
 
 use super::{resolved, Command, CommonArgs, Selection, Task};
-use crate::settings::{Overrides, Settings};
-use crate::slurm;
+use crate::cluster::slurm;
+use crate::pipeline::settings::{Overrides, Settings};
 
 /// Write (and with --submit, submit) the Slurm job scripts that run the matrix as job arrays:
 /// embedding parts, then cell parts, then a collect step that writes the matrix.
@@ -127,7 +127,7 @@ impl Slurm {
             .as_ref()
             .expect("slurm resolves the run's settings");
         let cells = if self.only_missing {
-            let pending: Vec<(String, String)> = crate::status::cells(&s.campaign, m)?
+            let pending: Vec<(String, String)> = crate::cluster::status::cells(&s.campaign, m)?
                 .into_iter()
                 .filter(|(_, _, st)| st.pending())
                 .map(|(d, l, _)| (d, l))

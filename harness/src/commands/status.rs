@@ -6,7 +6,7 @@ use anyhow::Result;
 use clap::Args;
 
 use super::{at_least_one, resolved, Command, CommonArgs, Selection, Task};
-use crate::settings::{Overrides, Settings};
+use crate::pipeline::settings::{Overrides, Settings};
 
 /// Where each cell stands: done, stale, failed (with its error) or missing; exit 0 only when
 /// every cell is done.
@@ -37,8 +37,8 @@ impl Command for Status {
             .matrix
             .as_ref()
             .expect("status resolves the run's settings");
-        let cells = crate::status::cells(&s.campaign, m)?;
-        out!("{}", crate::status::table(&cells));
+        let cells = crate::cluster::status::cells(&s.campaign, m)?;
+        out!("{}", crate::cluster::status::table(&cells));
         Ok(if cells.iter().any(|(_, _, st)| st.pending()) {
             ExitCode::from(1)
         } else {

@@ -1,4 +1,4 @@
-//! The static HTML report (`hopbench::html::write_report`) of a small matrix: the matrix page
+//! The static HTML report (`hopbench::report::html::write_report`) of a small matrix: the matrix page
 //! shows exactly the numbers of `matrix.md`, every referenced file exists, nothing refers to the
 //! network, a second report removes its own stale files and nothing else, and the pages keep
 //! their structure (inline snapshots of an outline of their elements).
@@ -6,8 +6,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use hopbench::campaign::Campaign;
-use hopbench::html::{write_report, ReportOptions, ReportWritten};
+use hopbench::pipeline::campaign::Campaign;
+use hopbench::report::html::{write_report, ReportOptions, ReportWritten};
 
 use crate::util::Env;
 
@@ -115,7 +115,7 @@ struct Row {
 /// `matrix.md`'s rows by (dataset, leg), columns named by the metric (`recall@10`) or
 /// `tokens@10`, `median_ms`, `p95_ms`.
 fn md_rows(md: &str) -> BTreeMap<(String, String), Row> {
-    let labels: BTreeMap<String, String> = hopbench::metrics::matrix_columns()
+    let labels: BTreeMap<String, String> = hopbench::analysis::metrics::matrix_columns()
         .iter()
         .map(|(m, _)| (m.label(), m.name()))
         .collect();
@@ -242,7 +242,7 @@ fn the_matrix_page_shows_matrix_md_numbers_and_every_reference_resolves_offline(
         md.keys().collect::<Vec<_>>(),
         html.keys().collect::<Vec<_>>()
     );
-    let summaries = hopbench::report::collect_summaries(&env.results("results")).unwrap();
+    let summaries = hopbench::report::markdown::collect_summaries(&env.results("results")).unwrap();
     assert_eq!(html.len(), summaries.len());
     for (key, m) in &md {
         let h = &html[key];

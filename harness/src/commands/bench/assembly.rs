@@ -6,9 +6,9 @@ use anyhow::Result;
 use clap::Args;
 
 use crate::bench;
-use crate::campaign::select;
 use crate::commands::{resolved, Command, CommonArgs, JsonOut, Lock, Task};
-use crate::settings::{Overrides, Settings};
+use crate::pipeline::campaign::select;
+use crate::pipeline::settings::{Overrides, Settings};
 
 /// SPEC-028 per-turn assembly time beside the conversation retrievals (median, p95).
 #[derive(Args, Debug)]

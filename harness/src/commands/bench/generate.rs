@@ -6,7 +6,7 @@ use anyhow::Result;
 use clap::Args;
 
 use crate::commands::{Command, JsonOut, Task};
-use crate::settings::{Overrides, Settings};
+use crate::pipeline::settings::{Overrides, Settings};
 
 /// Synthetic world generation: time and peak RSS per size, and the growth exponent.
 #[derive(Args, Debug)]
@@ -36,7 +36,8 @@ impl Command for Generate {
             .seed
             .unwrap_or_else(|| hopbench_datasets::synthetic::SyntheticConfig::default().seed);
         let threads = std::env::var("RAYON_NUM_THREADS").unwrap_or_else(|_| "unset".into());
-        let r = crate::bench_generate::generate(&self.passages, self.distractors_per_entity, seed)?;
+        let r =
+            crate::bench::generate::generate(&self.passages, self.distractors_per_entity, seed)?;
         for t in &r.results {
             let peak = match (t.peak_rss_mib, t.peak_reset) {
                 (Some(p), true) => format!("peak RSS {p:.0} MiB"),

@@ -6,9 +6,9 @@ use anyhow::Result;
 use clap::Args;
 
 use crate::bench;
-use crate::campaign::select;
 use crate::commands::{resolved, Command, CommonArgs, JsonOut, Lock, Task};
-use crate::settings::{Overrides, Settings};
+use crate::pipeline::campaign::select;
+use crate::pipeline::settings::{Overrides, Settings};
 
 /// Per-leg query latency and throughput, one query at a time on one thread.
 #[derive(Args, Debug)]

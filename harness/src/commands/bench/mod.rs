@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 
 use super::{commands, Command, Lock, Task};
-use crate::settings::{Overrides, Settings};
+use crate::pipeline::settings::{Overrides, Settings};
 
 pub mod assembly;
 pub mod generate;

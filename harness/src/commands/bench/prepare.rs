@@ -7,9 +7,9 @@ use anyhow::Result;
 use clap::Args;
 
 use crate::bench;
-use crate::campaign::select;
 use crate::commands::{at_least_one, resolved, Command, CommonArgs, JsonOut, Lock, Task};
-use crate::settings::{Overrides, Settings};
+use crate::pipeline::campaign::select;
+use crate::pipeline::settings::{Overrides, Settings};
 
 /// Prepare throughput: reading, tokenising + BM25 (chunks/s), embedding (passages/s).
 #[derive(Args, Debug)]

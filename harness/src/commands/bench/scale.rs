@@ -7,9 +7,9 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::Args;
 
-use crate::bench_scale;
+use crate::bench::scale;
 use crate::commands::{at_least_one, Command, JsonOut, Task};
-use crate::settings::{Overrides, Settings};
+use crate::pipeline::settings::{Overrides, Settings};
 
 /// Prepare and query cost as the corpus grows: per-stage time and peak RSS, per-leg latency,
 /// growth exponents, a computing and a cached matrix run (hashing-384 embedder).
@@ -45,7 +45,7 @@ impl Command for Scale {
     }
 
     fn run(self, _: Option<&Settings>) -> Result<ExitCode> {
-        let r = bench_scale::run(
+        let r = scale::run(
             &self.passages,
             &self.results,
             self.queries,
@@ -53,7 +53,7 @@ impl Command for Scale {
             self.threads,
             !self.no_matrix,
         )?;
-        out!("{}", bench_scale::markdown(&r).trim_end());
+        out!("{}", scale::markdown(&r).trim_end());
         self.json.write(&r)?;
         Ok(ExitCode::SUCCESS)
     }

@@ -1,0 +1,883 @@
+//! `hopbench eval RUN QRELS`: scores any system's run against TREC qrels with the harness's own
+//! metric code ([`crate::analysis::metrics`]), trec_eval-style: no campaign, no export, no model.
+//!
+//! What is measured: every metric of [`metrics::measured_from_qrels`] (those a ranking and
+//! judgements define alone: recall@k for the campaign's `recall_k`, nDCG@10, MRR@10), per query,
+//! then the mean with the same bootstrap CI a cell reports ([`StatsConfig::mean_ci`]).
+//!
+//! The rules, which are the matrix's:
+//!
+//! - the evaluated queries are the qrels' queries with at least one relevant judgement
+//!   (`rel > 0`; gains are binary, so graded qrels are read as relevant / not relevant), in the
+//!   order the qrels first name them; a query judged without any relevant document is counted
+//!   and not evaluated, as trec_eval does;
+//! - a query's ranking is the run's documents for it by score, descending, ties on ascending
+//!   document id (byte order of the id as written), and the ties this rule broke are counted;
+//! - an evaluated query the run does not mention has an empty ranking and scores what the metric
+//!   gives an empty ranking (0): the system returned nothing. trec_eval skips such a query unless
+//!   given `-c`; ranx refuses the pair unless given `make_comparable=True`, which scores it as
+//!   here; here it is counted and reported;
+//! - a run query the qrels do not judge is an error naming the run file and the line (JSON path,
+//!   parquet row), unless `--unknown-ids drop` drops and counts its records; one (query,
+//!   document) pair twice is an error, as are malformed lines and non-finite scores
+//!   ([`hopbench_datasets::runfile`]). With no corpus there is no unknown document: a document
+//!   the qrels do not judge is not relevant.
+//!
+//! Two ways to the same numbers. [`evaluate`] streams the run and scores each query when its
+//! records end, so memory holds one query's records at a time; that needs each query's records
+//! to be contiguous, as every run writer emits them. When a query's records come back after
+//! another query's, it reads the run again through [`evaluate_grouped`], which holds every
+//! record and orders documents the way the matrix orders chunks (global ids in id order). The
+//! tests check that both give identical values.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use hopbench_datasets::runfile::{self, At, RunFormat};
+use hopbench_datasets::Error as DataError;
+use serde::Serialize;
+
+use crate::analysis::metrics::{self, At as Metric, Judged};
+use crate::pipeline::campaign::StatsConfig;
+
+/// A TREC qrels file, read and checked.
+#[derive(Debug)]
+pub struct Qrels {
+    path: PathBuf,
+    queries: Vec<QrelsQuery>,
+    index: HashMap<String, usize>,
+}
+
+/// One judged query.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QrelsQuery {
+    /// Query id, as written.
+    pub id: String,
+    /// Documents judged relevant (`rel > 0`), sorted by id, unique.
+    pub relevant: Vec<String>,
+}
+
+impl Qrels {
+    /// Reads `path` (`qid iter docid rel`). A (query, document) pair judged twice is an error
+    /// naming both lines, and so is a file without judgements.
+    pub fn read(path: &Path) -> Result<Qrels, DataError> {
+        let mut queries: Vec<QrelsQuery> = Vec::new();
+        let mut index: HashMap<String, usize> = HashMap::new();
+        let mut seen: HashMap<(usize, String), usize> = HashMap::new();
+        for j in runfile::read_qrels(path)? {
+            let q = *index.entry(j.query.clone()).or_insert_with(|| {
+                queries.push(QrelsQuery {
+                    id: j.query.clone(),
+                    relevant: Vec::new(),
+                });
+                queries.len() - 1
+            });
+            if let Some(first) = seen.insert((q, j.doc.clone()), j.line) {
+                return Err(DataError::field(
+                    path,
+                    format!("line {}", j.line),
+                    "docid",
+                    format!(
+                        "`{}` is judged twice for query `{}` (first at line {first})",
+                        j.doc, j.query
+                    ),
+                ));
+            }
+            if j.rel > 0 {
+                queries[q].relevant.push(j.doc);
+            }
+        }
+        if queries.is_empty() {
+            return Err(DataError::malformed(path, "TREC qrels", "no judgements"));
+        }
+        for q in &mut queries {
+            q.relevant.sort_unstable();
+        }
+        Ok(Qrels {
+            path: path.to_path_buf(),
+            queries,
+            index,
+        })
+    }
+
+    /// The judged queries, in the order the file first names them.
+    pub fn queries(&self) -> &[QrelsQuery] {
+        &self.queries
+    }
+}
+
+/// Per-query values of one evaluation, and what it counted.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Evaluated {
+    /// Metric names, in report order.
+    pub names: Vec<String>,
+    /// The evaluated queries (those with a relevant document), in qrels order.
+    pub query_ids: Vec<String>,
+    /// Per metric (in `names` order), the value of each evaluated query.
+    pub values: Vec<Vec<f64>>,
+    /// Evaluated queries the run has no record for (scored as empty rankings).
+    pub absent: usize,
+    /// Judged queries without a relevant document (not evaluated).
+    pub without_relevant: usize,
+    /// Records of the run that were scored.
+    pub records: usize,
+    /// Records dropped because the qrels do not judge their query (`--unknown-ids drop`).
+    pub dropped_unknown_queries: usize,
+    /// Adjacent equal scores that the ascending-id rule ordered, over every query.
+    pub ties_broken: usize,
+}
+
+/// The value of `m` for a ranking of metric ids against gold ids (every metric
+/// [`metrics::measured_from_qrels`] lists is defined without a chain).
+fn value(m: &Metric, ranked: &[u32], gold: &BTreeSet<u32>) -> f64 {
+    m.score(&Judged {
+        ranked,
+        gold,
+        doc_of: &|_| None,
+        chain: None,
+    })
+    .expect("a qrels metric is defined on every query")
+}
+
+fn unknown_query(
+    path: &Path,
+    format: RunFormat,
+    qrels: &Qrels,
+    r: &runfile::Record<'_>,
+) -> DataError {
+    DataError::field(
+        path,
+        r.location(),
+        format.id_fields().0,
+        format!(
+            "`{}` is not a query of the qrels {}",
+            r.query,
+            qrels.path.display()
+        ),
+    )
+}
+
+fn duplicate(path: &Path, format: RunFormat, at: [At; 2], query: &str, doc: &str) -> DataError {
+    DataError::field(
+        path,
+        runfile::location(at[1], query, doc),
+        format.id_fields().1,
+        format!(
+            "`{doc}` is listed twice for query `{query}` (first at {})",
+            runfile::location(at[0], query, doc)
+        ),
+    )
+}
+
+/// Per-query values and counts being filled in, in qrels query order.
+struct Sheet<'a> {
+    qrels: &'a Qrels,
+    which: &'a [Metric],
+    /// `values[q * which.len() + m]`.
+    values: Vec<f64>,
+    /// Whether the run named query `q`.
+    seen: Vec<bool>,
+    records: usize,
+    dropped: usize,
+    ties: usize,
+}
+
+impl<'a> Sheet<'a> {
+    fn new(qrels: &'a Qrels, which: &'a [Metric]) -> Self {
+        let n = qrels.queries.len();
+        Sheet {
+            qrels,
+            which,
+            values: vec![0.0; n * which.len()],
+            seen: vec![false; n],
+            records: 0,
+            dropped: 0,
+            ties: 0,
+        }
+    }
+
+    fn record(&mut self, q: usize, ranked: &[u32], gold: &BTreeSet<u32>) {
+        let m = self.which.len();
+        for (slot, at) in self.values[q * m..(q + 1) * m].iter_mut().zip(self.which) {
+            *slot = value(at, ranked, gold);
+        }
+    }
+
+    fn finish(mut self) -> Evaluated {
+        let m = self.which.len();
+        let mut absent = 0;
+        let mut without_relevant = 0;
+        let mut query_ids = Vec::new();
+        let mut values = vec![Vec::new(); m];
+        for (q, query) in self.qrels.queries.iter().enumerate() {
+            if query.relevant.is_empty() {
+                without_relevant += 1;
+                continue;
+            }
+            if !self.seen[q] {
+                absent += 1;
+                let gold: BTreeSet<u32> = (0..query.relevant.len() as u32).collect();
+                self.record(q, &[], &gold);
+            }
+            query_ids.push(query.id.clone());
+            for (j, column) in values.iter_mut().enumerate() {
+                column.push(self.values[q * m + j]);
+            }
+        }
+        Evaluated {
+            names: self.which.iter().map(Metric::name).collect(),
+            query_ids,
+            values,
+            absent,
+            without_relevant,
+            records: self.records,
+            dropped_unknown_queries: self.dropped,
+            ties_broken: self.ties,
+        }
+    }
+}
+
+/// Why the streaming pass stopped.
+enum Stop {
+    /// A query's records are not contiguous: read the run grouped.
+    NotContiguous,
+    /// A real error.
+    Error(DataError),
+}
+
+/// The records of the query being streamed.
+struct Block {
+    /// Its qrels index (`None`: no query yet).
+    query: Option<usize>,
+    /// Its id as the run writes it.
+    id: String,
+    /// Document ids, one after another.
+    arena: String,
+    /// `(score, start, end, at)` per record, in file order.
+    recs: Vec<(f64, usize, usize, At)>,
+    /// Scratch space, kept between queries.
+    order: Vec<u32>,
+    hashes: Vec<(u64, u32)>,
+    ranked: Vec<u32>,
+}
+
+/// FNV-1a: a fast 64-bit hash of a document id, to find a pair listed twice without sorting
+/// strings (equal hashes are compared as strings, so a collision costs time, never a result).
+fn fnv1a(s: &str) -> u64 {
+    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+impl Block {
+    /// Scores the block's query into `sheet` (a query without relevant documents is only
+    /// checked), and empties the block.
+    fn close(
+        &mut self,
+        sheet: &mut Sheet<'_>,
+        path: &Path,
+        format: RunFormat,
+    ) -> Result<(), DataError> {
+        let Some(q) = self.query.take() else {
+            return Ok(());
+        };
+        let Block {
+            id,
+            arena,
+            recs,
+            order,
+            hashes,
+            ranked,
+            ..
+        } = self;
+        let n = recs.len();
+        let doc = |i: u32| {
+            let (_, s, e, _) = recs[i as usize];
+            &arena[s..e]
+        };
+        // one pair listed twice: equal hashes, then equal ids (the first such pair in file
+        // order of its second record, as the grouped reader reports it)
+        hashes.clear();
+        hashes.extend((0..n as u32).map(|i| (fnv1a(doc(i)), i)));
+        hashes.sort_unstable();
+        let mut twice: Option<(u32, u32)> = None;
+        for run in hashes.chunk_by(|x, y| x.0 == y.0) {
+            for (j, &(_, later)) in run.iter().enumerate() {
+                if let Some(&(_, earlier)) = run[..j].iter().find(|e| doc(e.1) == doc(later)) {
+                    if twice.is_none_or(|(_, l)| later < l) {
+                        twice = Some((earlier, later));
+                    }
+                }
+            }
+        }
+        if let Some((earlier, later)) = twice {
+            let at = [recs[earlier as usize].3, recs[later as usize].3];
+            return Err(duplicate(path, format, at, id, doc(later)));
+        }
+        // the ranking: score descending (a run is usually in this order already, which the
+        // stable sort detects in one pass), then each group of equal scores by ascending id
+        order.clear();
+        order.extend(0..n as u32);
+        let score = |i: u32| recs[i as usize].0;
+        order.sort_by(|&a, &b| score(b).total_cmp(&score(a)));
+        for tied in order.chunk_by_mut(|&a, &b| score(a) == score(b)) {
+            if tied.len() > 1 {
+                sheet.ties += tied.len() - 1;
+                tied.sort_unstable_by(|&a, &b| doc(a).cmp(doc(b)));
+            }
+        }
+        // metric ids: a relevant document is its place in the sorted relevant list, any other
+        // one |relevant| + its record index (unique: no pair is listed twice)
+        let relevant = &sheet.qrels.queries[q].relevant;
+        let g = relevant.len() as u32;
+        if g > 0 {
+            ranked.clear();
+            ranked.extend(order.iter().map(|&i| {
+                match relevant.binary_search_by(|r| r.as_str().cmp(doc(i))) {
+                    Ok(r) => r as u32,
+                    Err(_) => g + i,
+                }
+            }));
+            let gold: BTreeSet<u32> = (0..g).collect();
+            sheet.record(q, ranked, &gold);
+        }
+        sheet.records += n;
+        recs.clear();
+        arena.clear();
+        Ok(())
+    }
+}
+
+/// Scores `run` against `qrels`, streaming (see the module note); falls back to
+/// [`evaluate_grouped`] when a query's records are not contiguous.
+pub fn evaluate(
+    run: &Path,
+    format: RunFormat,
+    qrels: &Qrels,
+    which: &[Metric],
+    drop_unknown: bool,
+) -> Result<Evaluated, DataError> {
+    let mut sheet = Sheet::new(qrels, which);
+    let mut block = Block {
+        query: None,
+        id: String::new(),
+        arena: String::new(),
+        recs: Vec::new(),
+        order: Vec::new(),
+        hashes: Vec::new(),
+        ranked: Vec::new(),
+    };
+    // whether the block holds a dropped query's records (skipped)
+    let mut dropping = false;
+    let mut stop: Option<Stop> = None;
+    let read = runfile::read_run(run, format, &mut |r| {
+        let same = (block.query.is_some() || dropping) && block.id == r.query;
+        if !same {
+            if let Err(e) = block.close(&mut sheet, run, format) {
+                stop = Some(Stop::Error(e));
+                return Err(DataError::malformed(run, "run", "stopped"));
+            }
+            block.id.clear();
+            block.id.push_str(r.query);
+            dropping = false;
+            match qrels.index.get(r.query) {
+                Some(&q) if sheet.seen[q] => {
+                    stop = Some(Stop::NotContiguous);
+                    return Err(DataError::malformed(run, "run", "stopped"));
+                }
+                Some(&q) => {
+                    sheet.seen[q] = true;
+                    block.query = Some(q);
+                }
+                None if drop_unknown => dropping = true,
+                None => return Err(unknown_query(run, format, qrels, &r)),
+            }
+        }
+        if dropping {
+            sheet.dropped += 1;
+            return Ok(());
+        }
+        let start = block.arena.len();
+        block.arena.push_str(r.doc);
+        block.recs.push((r.score, start, block.arena.len(), r.at));
+        Ok(())
+    });
+    match (stop, read) {
+        (Some(Stop::NotContiguous), _) => evaluate_grouped(run, format, qrels, which, drop_unknown),
+        (Some(Stop::Error(e)), _) => Err(e),
+        (None, Err(e)) => Err(e),
+        (None, Ok(())) => {
+            block.close(&mut sheet, run, format)?;
+            Ok(sheet.finish())
+        }
+    }
+}
+
+/// Scores `run` against `qrels` holding every record: documents get global ids in id order
+/// (as the matrix's chunks do) and each query is ranked by `(score descending, id)`. Any record
+/// order; the reference [`evaluate`] is tested against, and its fallback.
+pub fn evaluate_grouped(
+    run: &Path,
+    format: RunFormat,
+    qrels: &Qrels,
+    which: &[Metric],
+    drop_unknown: bool,
+) -> Result<Evaluated, DataError> {
+    let mut sheet = Sheet::new(qrels, which);
+    let mut by_query: Vec<Vec<(String, f64)>> = vec![Vec::new(); qrels.queries.len()];
+    let mut first: HashMap<(usize, String), At> = HashMap::new();
+    runfile::read_run(run, format, &mut |r| {
+        let Some(&q) = qrels.index.get(r.query) else {
+            if drop_unknown {
+                sheet.dropped += 1;
+                return Ok(());
+            }
+            return Err(unknown_query(run, format, qrels, &r));
+        };
+        if let Some(&at) = first.get(&(q, r.doc.to_string())) {
+            return Err(duplicate(run, format, [at, r.at], r.query, r.doc));
+        }
+        first.insert((q, r.doc.to_string()), r.at);
+        sheet.seen[q] = true;
+        by_query[q].push((r.doc.to_string(), r.score));
+        Ok(())
+    })?;
+    let mut ids: BTreeMap<&str, u32> = BTreeMap::new();
+    for (q, recs) in by_query.iter().enumerate() {
+        ids.extend(recs.iter().map(|(d, _)| (d.as_str(), 0)));
+        ids.extend(qrels.queries[q].relevant.iter().map(|d| (d.as_str(), 0)));
+    }
+    for (i, id) in ids.values_mut().enumerate() {
+        *id = i as u32;
+    }
+    for (q, recs) in by_query.iter().enumerate() {
+        let mut ranked: Vec<(f64, u32)> = recs.iter().map(|(d, s)| (*s, ids[d.as_str()])).collect();
+        ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        sheet.ties += ranked.windows(2).filter(|w| w[0].0 == w[1].0).count();
+        sheet.records += recs.len();
+        let relevant = &qrels.queries[q].relevant;
+        if !relevant.is_empty() && sheet.seen[q] {
+            let gold: BTreeSet<u32> = relevant.iter().map(|d| ids[d.as_str()]).collect();
+            let list: Vec<u32> = ranked.iter().map(|&(_, id)| id).collect();
+            sheet.record(q, &list, &gold);
+        }
+    }
+    Ok(sheet.finish())
+}
+
+/// `hopbench eval`'s settings.
+#[derive(Debug, Clone)]
+pub struct EvalOptions {
+    /// The run file.
+    pub run: PathBuf,
+    /// Its format (`None`: from its extension).
+    pub format: Option<RunFormat>,
+    /// The TREC qrels file.
+    pub qrels: PathBuf,
+    /// Drop (and count) records of queries the qrels do not judge, instead of failing.
+    pub drop_unknown: bool,
+    /// The recall cut-offs.
+    pub recall_k: Vec<usize>,
+    /// CI settings (`ci: off` computes none).
+    pub stats: StatsConfig,
+}
+
+/// One metric's line of the report.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MetricLine {
+    /// Mean over the evaluated queries.
+    pub mean: f64,
+    /// Percentile-bootstrap 95% CI of the mean (`null` with CIs off).
+    pub ci95: Option<[f64; 2]>,
+    /// Queries the mean is over.
+    pub queries: usize,
+}
+
+/// What `hopbench eval` prints (its `--format json`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EvalReport {
+    /// The run file.
+    pub run: String,
+    /// Its format.
+    pub format: &'static str,
+    /// The qrels file.
+    pub qrels: String,
+    /// Evaluated queries.
+    pub queries: usize,
+    /// Evaluated queries absent from the run (scored as empty rankings).
+    pub queries_absent: usize,
+    /// Judged queries without a relevant document (not evaluated).
+    pub queries_without_relevant: usize,
+    /// Run records scored.
+    pub records: usize,
+    /// Run records dropped: their query is not judged (`--unknown-ids drop`).
+    pub dropped_unknown_queries: usize,
+    /// Ties broken by ascending document id.
+    pub ties_broken: usize,
+    /// Metric name -> mean, CI, query count.
+    pub metrics: BTreeMap<String, MetricLine>,
+    /// Metric names in report order (the table's row order).
+    #[serde(skip)]
+    pub order: Vec<String>,
+}
+
+/// Runs `hopbench eval`: the report and the per-query values.
+pub fn run(o: &EvalOptions) -> Result<(EvalReport, Evaluated)> {
+    let format = match o.format.or_else(|| RunFormat::from_extension(&o.run)) {
+        Some(f) => f,
+        None => anyhow::bail!(
+            "{}: cannot tell the run's format from its extension: give --run-format trec, json \
+             or parquet",
+            o.run.display()
+        ),
+    };
+    let qrels = Qrels::read(&o.qrels)?;
+    let which = metrics::measured_from_qrels(&o.recall_k);
+    let e = evaluate(&o.run, format, &qrels, &which, o.drop_unknown)?;
+    if e.query_ids.is_empty() {
+        anyhow::bail!(
+            "{}: no query has a relevant judgement (rel > 0): nothing to evaluate",
+            o.qrels.display()
+        );
+    }
+    let columns: Vec<&[f64]> = e.values.iter().map(Vec::as_slice).collect();
+    let cis = o.stats.mean_cis(&columns);
+    let metrics = e
+        .names
+        .iter()
+        .zip(&e.values)
+        .zip(cis)
+        .map(|((name, v), ci95)| {
+            let line = MetricLine {
+                mean: metrics::mean(v.iter().copied()).expect("at least one query"),
+                ci95,
+                queries: v.len(),
+            };
+            (name.clone(), line)
+        })
+        .collect();
+    let report = EvalReport {
+        run: o.run.display().to_string(),
+        format: format.name(),
+        qrels: o.qrels.display().to_string(),
+        queries: e.query_ids.len(),
+        queries_absent: e.absent,
+        queries_without_relevant: e.without_relevant,
+        records: e.records,
+        dropped_unknown_queries: e.dropped_unknown_queries,
+        ties_broken: e.ties_broken,
+        metrics,
+        order: e.names.clone(),
+    };
+    Ok((report, e))
+}
+
+/// The report as a plain-text table.
+pub fn table(r: &EvalReport) -> String {
+    let mut out = format!(
+        "run    {} ({}): {} records scored{}\nqrels  {}: {} queries evaluated, {} absent from the \
+         run (scored as empty rankings), {} judged without a relevant document (not evaluated)\n\
+         ties   {} broken by ascending document id\n\n",
+        r.run,
+        r.format,
+        r.records,
+        if r.dropped_unknown_queries > 0 {
+            format!(
+                ", {} dropped (query not in the qrels)",
+                r.dropped_unknown_queries
+            )
+        } else {
+            String::new()
+        },
+        r.qrels,
+        r.queries,
+        r.queries_absent,
+        r.queries_without_relevant,
+        r.ties_broken,
+    );
+    let width = r.order.iter().map(String::len).max().unwrap_or(6).max(6);
+    out.push_str(&format!(
+        "{:<width$}  {:>6}  {:<16}  {}\n",
+        "metric", "mean", "95% CI", "queries"
+    ));
+    for name in &r.order {
+        let m = &r.metrics[name];
+        let ci = m
+            .ci95
+            .map_or("—".to_string(), |[lo, hi]| format!("[{lo:.4}, {hi:.4}]"));
+        out.push_str(&format!(
+            "{name:<width$}  {:>6.4}  {ci:<16}  {}\n",
+            m.mean, m.queries
+        ));
+    }
+    out
+}
+
+/// The report as TSV: one row per metric (`metric mean ci_lo ci_hi queries`; empty CI cells
+/// with CIs off), full precision.
+pub fn tsv(r: &EvalReport) -> String {
+    let mut out = String::from("metric\tmean\tci_lo\tci_hi\tqueries\n");
+    for name in &r.order {
+        let m = &r.metrics[name];
+        let (lo, hi) = m.ci95.map_or((String::new(), String::new()), |[l, h]| {
+            (l.to_string(), h.to_string())
+        });
+        out.push_str(&format!("{name}\t{}\t{lo}\t{hi}\t{}\n", m.mean, m.queries));
+    }
+    out
+}
+
+/// Writes the per-query values to `path`: `.json` gives `{qid: {metric: value}}` (the shape
+/// pytrec_eval returns), `.tsv` a `query_id` column and one per metric, in qrels order.
+pub fn write_per_query(path: &Path, e: &Evaluated) -> Result<()> {
+    let ext = path
+        .extension()
+        .and_then(|x| x.to_str())
+        .map(str::to_ascii_lowercase);
+    let text = match ext.as_deref() {
+        Some("json") => {
+            let map: BTreeMap<&str, BTreeMap<&str, f64>> = e
+                .query_ids
+                .iter()
+                .enumerate()
+                .map(|(i, q)| {
+                    let row = e
+                        .names
+                        .iter()
+                        .zip(&e.values)
+                        .map(|(n, v)| (n.as_str(), v[i]))
+                        .collect();
+                    (q.as_str(), row)
+                })
+                .collect();
+            serde_json::to_string_pretty(&map).expect("values serialise") + "\n"
+        }
+        Some("tsv") => {
+            let mut out = format!("query_id\t{}\n", e.names.join("\t"));
+            for (i, q) in e.query_ids.iter().enumerate() {
+                out.push_str(q);
+                for v in &e.values {
+                    out.push('\t');
+                    out.push_str(&v[i].to_string());
+                }
+                out.push('\n');
+            }
+            out
+        }
+        _ => anyhow::bail!(
+            "--per-query {}: the file name must end in .json or .tsv",
+            path.display()
+        ),
+    };
+    crate::store::fsx::write_atomic(path, text.as_bytes())
+        .with_context(|| format!("writing {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hopbench_datasets::rng::SplitMix64;
+
+    fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    fn which() -> Vec<Metric> {
+        metrics::measured_from_qrels(&[1, 2, 5, 10, 20])
+    }
+
+    fn both(run: &Path, qrels: &Qrels, drop: bool) -> Result<Evaluated, String> {
+        let fast = evaluate(run, RunFormat::Trec, qrels, &which(), drop).map_err(|e| e.to_string());
+        let slow = evaluate_grouped(run, RunFormat::Trec, qrels, &which(), drop)
+            .map_err(|e| e.to_string());
+        assert_eq!(fast, slow);
+        fast
+    }
+
+    /// `1/log2(i+2)`.
+    fn d(i: usize) -> f64 {
+        1.0 / ((i + 2) as f64).log2()
+    }
+
+    #[test]
+    fn hand_computed_values_ties_absent_and_unjudged_queries() {
+        let dir = tempfile::tempdir().unwrap();
+        let qrels = write(
+            dir.path(),
+            "q.txt",
+            "a 0 d1 1\na 0 d2 2\na 0 d9 0\nb 0 x 1\nc 0 y 0\nz 0 w 1\n",
+        );
+        // query a: d3 and d1 tie at 5 (d1 first by id), d2 at 4: ranking d1 d3 d2
+        let run = write(
+            dir.path(),
+            "r.trec",
+            "a Q0 d3 1 5 t\na Q0 d1 2 5 t\na Q0 d2 3 4 t\nc Q0 y 1 1 t\nb Q0 q 1 1 t\nb Q0 x 2 0.5 t\n",
+        );
+        let q = Qrels::read(&qrels).unwrap();
+        let e = both(&run, &q, false).unwrap();
+        assert_eq!(e.query_ids, ["a", "b", "z"]);
+        assert_eq!(
+            (e.absent, e.without_relevant, e.ties_broken, e.records),
+            (1, 1, 1, 6)
+        );
+        let col = |name: &str| &e.values[e.names.iter().position(|n| n == name).unwrap()];
+        assert_eq!(col("recall@1"), &[0.5, 0.0, 0.0]);
+        assert_eq!(col("recall@2"), &[0.5, 1.0, 0.0]);
+        assert_eq!(col("recall@5"), &[1.0, 1.0, 0.0]);
+        assert_eq!(col("mrr@10"), &[1.0, 0.5, 0.0]);
+        let ndcg = col("ndcg@10");
+        assert!((ndcg[0] - (d(0) + d(2)) / (d(0) + d(1))).abs() < 1e-15);
+        assert!((ndcg[1] - d(1)).abs() < 1e-15);
+        assert_eq!(ndcg[2], 0.0);
+    }
+
+    #[test]
+    fn run_errors_name_the_file_and_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let q = Qrels::read(&write(dir.path(), "q.txt", "a 0 d1 1\nb 0 d1 1\n")).unwrap();
+        for (text, needles) in [
+            (
+                "a Q0 d1 1 1 t\nghost Q0 d1 1 1 t\n",
+                &["line 2", "`qid`", "`ghost` is not a query", "q.txt"][..],
+            ),
+            (
+                "a Q0 d1 1 1 t\na Q0 d2 2 1 t\na Q0 d1 3 0 t\n",
+                &["line 3", "listed twice", "first at line 1"],
+            ),
+            ("a Q0 d1 1 1 t\na Q0 d2 2 nan t\n", &["line 2", "`score`"]),
+            ("a Q0 d1 1 1\n", &["line 1", "6 columns"]),
+        ] {
+            let run = write(dir.path(), "r.trec", text);
+            let e = both(&run, &q, false).unwrap_err();
+            assert!(e.contains("r.trec"), "{e}");
+            for n in needles {
+                assert!(e.contains(n), "{text:?}: {e} lacks {n}");
+            }
+        }
+        let run = write(
+            dir.path(),
+            "r.trec",
+            "ghost Q0 d1 1 1 t\nghost Q0 d2 1 1 t\na Q0 d1 1 1 t\n",
+        );
+        let e = both(&run, &q, true).unwrap();
+        assert_eq!((e.dropped_unknown_queries, e.records, e.absent), (2, 1, 1));
+    }
+
+    #[test]
+    fn qrels_errors_name_the_file_and_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let e =
+            Qrels::read(&write(dir.path(), "q.txt", "a 0 d 1\nb 0 e 1\na 0 d 0\n")).unwrap_err();
+        let e = e.to_string();
+        assert!(
+            e.contains("q.txt") && e.contains("line 3") && e.contains("first at line 1"),
+            "{e}"
+        );
+        let e = Qrels::read(&write(dir.path(), "q.txt", "\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("no judgements"), "{e}");
+    }
+
+    /// A random run of `queries` queries (some absent, some with ties, some documents
+    /// relevant) and its qrels, with each query's records contiguous or shuffled.
+    fn random_case(seed: u64, contiguous: bool) -> (String, String) {
+        let mut rng = SplitMix64::new(seed);
+        let queries = 1 + rng.below(12);
+        let mut qrels = String::new();
+        let mut lines = Vec::new();
+        for q in 0..queries {
+            let docs = rng.below(30);
+            for d in 0..docs {
+                // coarse scores make ties; ids of varying length exercise byte order
+                let score = rng.below(6) as f64 / 2.0;
+                lines.push(format!(
+                    "q{q} Q0 doc{}{d} {d} {score} t",
+                    "x".repeat(rng.below(3))
+                ));
+            }
+            for d in 0..rng.below(5) {
+                let rel = rng.below(3);
+                let name = format!("doc{}{}", "x".repeat(rng.below(3)), rng.below(40) + d * 50);
+                qrels.push_str(&format!("q{q} 0 {name} {rel}\n"));
+            }
+            // every query is judged; some have no relevant document at all
+            qrels.push_str(&format!("q{q} 0 never {}\n", rng.below(2)));
+        }
+        qrels.push_str("lonely 0 x 1\n");
+        if !contiguous {
+            rng.shuffle(&mut lines);
+        }
+        (lines.join("\n"), qrels)
+    }
+
+    #[test]
+    fn streaming_equals_the_grouped_reference_on_random_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut fell_back, mut compared) = (0, 0);
+        for seed in 0..300 {
+            let (run, qrels) = random_case(seed, seed % 3 != 0);
+            let run = write(dir.path(), "r.trec", &run);
+            let qrels = write(dir.path(), "q.txt", &qrels);
+            let q = match Qrels::read(&qrels) {
+                Ok(q) => q,
+                // a random qrels may judge one pair twice: the error is the point of another test
+                Err(_) => continue,
+            };
+            let fast = evaluate(&run, RunFormat::Trec, &q, &which(), false);
+            let slow = evaluate_grouped(&run, RunFormat::Trec, &q, &which(), false);
+            match (fast, slow) {
+                (Ok(f), Ok(s)) => {
+                    assert_eq!(f, s, "seed {seed}");
+                    compared += usize::from(seed % 3 != 0);
+                }
+                (f, s) => assert_eq!(
+                    f.map_err(|e| e.to_string()),
+                    s.map_err(|e| e.to_string()),
+                    "seed {seed}"
+                ),
+            }
+            fell_back += usize::from(seed % 3 == 0);
+        }
+        assert!(fell_back > 50 && compared > 100, "{fell_back} {compared}");
+    }
+
+    #[test]
+    fn trec_json_and_parquet_runs_give_identical_values() {
+        let dir = tempfile::tempdir().unwrap();
+        let (run, qrels) = random_case(7, true);
+        let q = Qrels::read(&write(dir.path(), "q.txt", &qrels)).unwrap();
+        let trec = write(dir.path(), "r.trec", &run);
+        let mut json: BTreeMap<String, BTreeMap<String, f64>> = BTreeMap::new();
+        let (mut qs, mut ds, mut ss) = (Vec::new(), Vec::new(), Vec::new());
+        for line in run.lines() {
+            let c: Vec<&str> = line.split(' ').collect();
+            json.entry(c[0].into())
+                .or_default()
+                .insert(c[2].into(), c[4].parse().unwrap());
+            qs.push(c[0].to_string());
+            ds.push(c[2].to_string());
+            ss.push(c[4].parse::<f64>().unwrap());
+        }
+        let json_path = write(dir.path(), "r.json", &serde_json::to_string(&json).unwrap());
+        let pq_path = dir.path().join("r.parquet");
+        hopbench_datasets::parquet_io::write(
+            &pq_path,
+            vec![
+                ("query_id", hopbench_datasets::parquet_io::strings(&qs)),
+                ("doc_id", hopbench_datasets::parquet_io::strings(&ds)),
+                ("score", hopbench_datasets::parquet_io::f64s(&ss)),
+            ],
+        )
+        .unwrap();
+        let t = evaluate(&trec, RunFormat::Trec, &q, &which(), false).unwrap();
+        let j = evaluate(&json_path, RunFormat::Json, &q, &which(), false).unwrap();
+        let p = evaluate(&pq_path, RunFormat::Parquet, &q, &which(), false).unwrap();
+        assert!(t.ties_broken > 0);
+        assert_eq!(t, j);
+        assert_eq!(t, p);
+    }
+}

@@ -1,0 +1,172 @@
+//! The serving-parity plot: the dense lane's ANN recall@10 (with its 95% CI as whiskers) and
+//! the leg's latency (median and p95, served against exact) against `hnsw_ef` on a log axis.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use crate::bench::parity::Parity;
+use crate::report::plot::{err, register_font, COLOURS, FONT};
+
+const SIZE: (u32, u32) = (1400, 600);
+
+fn draw<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, p: &Parity) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    root.fill(&WHITE).map_err(err)?;
+    let root = root
+        .titled(
+            &format!(
+                "{} x {}: served through Qdrant HNSW ({} chunks, {} queries)",
+                p.dataset, p.leg, p.chunks, p.queries
+            ),
+            (FONT, 24),
+        )
+        .map_err(err)?;
+    let efs: Vec<f64> = p.rows.iter().map(|r| r.hnsw_ef as f64).collect();
+    let lo = efs.iter().copied().fold(f64::INFINITY, f64::min) / 1.3;
+    let hi = efs.iter().copied().fold(0.0, f64::max) * 1.3;
+    let panels = root.split_evenly((1, 2));
+
+    let floor = p
+        .rows
+        .iter()
+        .map(|r| r.ann_recall_ci95.map_or(r.ann_recall_at_10, |c| c[0]))
+        .fold(1.0, f64::min);
+    let ymin = ((floor - 0.02) * 50.0).floor() / 50.0;
+    let mut chart = ChartBuilder::on(&panels[0])
+        .caption("dense lane: ANN recall@10 vs the exact top-10", (FONT, 20))
+        .margin(14)
+        .x_label_area_size(40)
+        .y_label_area_size(55)
+        .build_cartesian_2d(
+            (lo..hi).log_scale().with_key_points(efs.clone()),
+            ymin.max(0.0)..1.005,
+        )
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .x_desc("hnsw_ef (log scale)")
+        .y_desc("mean over queries")
+        .label_style((FONT, 15))
+        .draw()
+        .map_err(err)?;
+    let c = COLOURS[0];
+    let pts: Vec<(f64, f64)> = p
+        .rows
+        .iter()
+        .map(|r| (r.hnsw_ef as f64, r.ann_recall_at_10))
+        .collect();
+    chart
+        .draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))
+        .map_err(err)?;
+    chart
+        .draw_series(pts.iter().map(|&xy| Circle::new(xy, 4, c.filled())))
+        .map_err(err)?;
+    chart
+        .draw_series(p.rows.iter().filter_map(|r| {
+            r.ann_recall_ci95.map(|[a, b]| {
+                let x = r.hnsw_ef as f64;
+                PathElement::new(vec![(x, a), (x, b)], c.stroke_width(1))
+            })
+        }))
+        .map_err(err)?;
+
+    let ymax = p
+        .rows
+        .iter()
+        .map(|r| r.latency.p95_ms)
+        .chain([p.exact_latency.p95_ms])
+        .fold(0.0, f64::max)
+        * 1.15;
+    let mut chart = ChartBuilder::on(&panels[1])
+        .caption("leg latency, one thread (ms)", (FONT, 20))
+        .margin(14)
+        .x_label_area_size(40)
+        .y_label_area_size(60)
+        .build_cartesian_2d((lo..hi).log_scale().with_key_points(efs.clone()), 0.0..ymax)
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .x_desc("hnsw_ef (log scale)")
+        .y_desc("ms per query")
+        .label_style((FONT, 15))
+        .draw()
+        .map_err(err)?;
+    let series = [
+        (
+            "served median",
+            COLOURS[1],
+            false,
+            p.rows
+                .iter()
+                .map(|r| r.latency.median_ms)
+                .collect::<Vec<_>>(),
+        ),
+        (
+            "served p95",
+            COLOURS[2],
+            false,
+            p.rows.iter().map(|r| r.latency.p95_ms).collect(),
+        ),
+        (
+            "exact median",
+            COLOURS[6],
+            true,
+            vec![p.exact_latency.median_ms; p.rows.len()],
+        ),
+        (
+            "exact p95",
+            COLOURS[5],
+            true,
+            vec![p.exact_latency.p95_ms; p.rows.len()],
+        ),
+    ];
+    for (label, colour, flat, ys) in series {
+        let pts: Vec<(f64, f64)> = efs.iter().copied().zip(ys).collect();
+        let style = colour.stroke_width(2);
+        let drawn = if flat {
+            chart.draw_series(std::iter::once(plotters::element::DashedPathElement::new(
+                pts.clone(),
+                8,
+                6,
+                style,
+            )))
+        } else {
+            chart.draw_series(LineSeries::new(pts.clone(), style))
+        }
+        .map_err(err)?;
+        drawn.label(label).legend(move |(x, y)| {
+            PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2))
+        });
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font((FONT, 15))
+        .draw()
+        .map_err(err)?;
+    root.present().map_err(err)?;
+    Ok(())
+}
+
+/// Writes `<out>/<stem>.png` and `.svg`; returns the paths.
+pub fn write(out: &Path, stem: &str, p: &Parity) -> Result<Vec<PathBuf>> {
+    register_font();
+    let png = out.join(format!("{stem}.png"));
+    let svg = out.join(format!("{stem}.svg"));
+    crate::store::fsx::write_with(&png, |tmp| {
+        draw(BitMapBackend::new(tmp, SIZE).into_drawing_area(), p)
+    })?;
+    let mut text = String::new();
+    draw(
+        SVGBackend::with_string(&mut text, SIZE).into_drawing_area(),
+        p,
+    )?;
+    crate::store::fsx::write_atomic(&svg, text.as_bytes())?;
+    Ok(vec![png, svg])
+}

@@ -1,0 +1,544 @@
+//! The cell summary: `results/cells/<dataset>/<leg>.summary.json` (schema below, versioned), and
+//! its per-query records beside it (`<leg>.queries.parquet`).
+//!
+//! Everything outside `timing` is a deterministic function of the cell's inputs: two runs of
+//! the same key give byte-identical JSON once `timing` is removed, at any thread count. Maps are
+//! `BTreeMap`s so key order is stable; floats are printed by serde_json's shortest round-trip
+//! formatting, which is deterministic.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use hopbench_datasets::parquet_io::{self as pq, Columns};
+use serde::{Deserialize, Serialize};
+
+use crate::analysis::metrics;
+use crate::pipeline::contract::{Contract, ThreadSource};
+use crate::pipeline::evaluate::QueryResult;
+use crate::store::fsx;
+
+/// Version of the summary schema (4: `protocol`).
+pub const SCHEMA_VERSION: u32 = 4;
+
+/// Whether the cell has numbers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Status {
+    /// Measured.
+    Ok,
+    /// The dataset or the leg lacks an input (files absent, no header to ablate, ...): no numbers,
+    /// never zeros.
+    MissingInputs,
+    /// The cell failed; `reason` says why.
+    Error,
+    /// Nothing to measure: no evaluated query has gold. No numbers, never zeros.
+    Empty,
+}
+
+/// Everything the cell's numbers depend on; its blake3 is the cell key.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CellInputs {
+    /// Content hash of the export (None when the dataset could not be prepared).
+    pub export: Option<String>,
+    /// Embedding model identity of the export.
+    pub model_id: Option<String>,
+    /// What the model is when that matters to reading the numbers: `non-semantic: ...` for the
+    /// hashing embedder (absent for a real model, so other cells' keys are unchanged).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_note: Option<String>,
+    /// The leg's resolved configuration (kind and every parameter, defaults filled in).
+    pub leg_config: serde_json::Value,
+    /// blake3 of the files an external engine's command names ([`crate::store::cache::engine_files`]);
+    /// absent for legs on the built-in engines, so their keys are what they were.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub engine_files: std::collections::BTreeMap<String, String>,
+    /// The probe digest of each HNSW shard an embedded engine searched, by the shard's cache
+    /// directory name ([`crate::store::cache::engine_shards`]). Absent where no leg uses one, so other
+    /// cells' keys are unchanged.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub engine_shards: std::collections::BTreeMap<String, String>,
+    /// blake3 over the evaluated query ids and their gold (after `--limit`).
+    pub query_set: Option<String>,
+    /// `--limit`, if any.
+    pub limit: Option<usize>,
+    /// recall@k cut-offs.
+    pub recall_k: Vec<usize>,
+    /// Dataset labels the breakdowns group on.
+    pub breakdown_labels: Vec<String>,
+    /// Bootstrap settings of the CIs.
+    pub ci: crate::pipeline::campaign::StatsConfig,
+    /// Package version + executable hash.
+    pub code_version: String,
+    /// The determinism contract.
+    pub contract: Contract,
+}
+
+/// Median, p95 and mean of a latency sample (ms).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Dist {
+    /// Median (linear interpolation).
+    pub median: f64,
+    /// 95th percentile (linear interpolation).
+    pub p95: f64,
+    /// Mean.
+    pub mean: f64,
+}
+
+impl Dist {
+    /// The distribution of `values` (all zeros when empty).
+    pub fn of(values: &[f64]) -> Dist {
+        Dist {
+            median: metrics::median(values).unwrap_or(0.0),
+            p95: metrics::percentile(values, 95.0).unwrap_or(0.0),
+            mean: metrics::mean(values.iter().copied()).unwrap_or(0.0),
+        }
+    }
+}
+
+/// Per-query latency of the cell's two halves and their sum.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Latency {
+    /// `retrieve`.
+    pub retrieve: Dist,
+    /// `select`.
+    pub select: Dist,
+    /// `retrieve + select`.
+    pub total: Dist,
+}
+
+/// The non-deterministic half of a summary.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Timing {
+    /// Pinned thread count.
+    pub threads: usize,
+    /// Where it was pinned.
+    pub thread_source: ThreadSource,
+    /// Wall time of the whole cell (ms).
+    pub wall_ms: f64,
+    /// Per-query latency (ms).
+    pub latency_ms: Latency,
+    /// blake3 of the files written with this summary. They live here because the records carry
+    /// per-query latencies, so their bytes differ between two runs of the same key.
+    #[serde(default)]
+    pub files: Option<FileHashes>,
+}
+
+/// blake3 (hex) of a cell's per-query records and TREC run file, as written.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileHashes {
+    /// `<leg>.queries.parquet`.
+    pub records: String,
+    /// `<leg>.trec`.
+    pub run: String,
+}
+
+impl FileHashes {
+    /// The hashes of the files at `paths` (an unreadable file is an error naming it).
+    pub fn of(paths: &CellPaths) -> Result<FileHashes> {
+        let hash = |p: &Path| -> Result<String> {
+            let bytes =
+                std::fs::read(p).with_context(|| format!("{}: cannot read", p.display()))?;
+            Ok(blake3::hash(&bytes).to_hex().to_string())
+        };
+        Ok(FileHashes {
+            records: hash(&paths.records)?,
+            run: hash(&paths.run)?,
+        })
+    }
+}
+
+/// Why an `ok` cell on disk cannot be trusted (`Ok` when it can): its records or run file are
+/// missing or are not the files written with it, or its means are not the means of its records.
+/// A cell without numbers has nothing to verify. Every reader of cells (the cache, `compare`,
+/// `compare-legs`) calls this before using one.
+pub fn verify_cell(cell: &CellSummary, paths: &CellPaths, names: &[String]) -> Result<(), String> {
+    if cell.status != Status::Ok {
+        return Ok(());
+    }
+    let recorded = cell
+        .timing
+        .as_ref()
+        .and_then(|t| t.files.as_ref())
+        .ok_or_else(|| format!("{}: records no file hashes", paths.summary.display()))?;
+    let found = FileHashes::of(paths).map_err(|e| format!("{e:#}"))?;
+    if found.records != recorded.records {
+        return Err(format!(
+            "{}: not the records written with its summary (blake3 differs)",
+            paths.records.display()
+        ));
+    }
+    if found.run != recorded.run {
+        return Err(format!(
+            "{}: not the run file written with its summary (blake3 differs)",
+            paths.run.display()
+        ));
+    }
+    let (ids, columns) = read_records(&paths.records, names).map_err(|e| format!("{e:#}"))?;
+    if ids.len() != cell.queries {
+        return Err(format!(
+            "{}: {} queries, but {} holds {}",
+            paths.summary.display(),
+            cell.queries,
+            paths.records.display(),
+            ids.len()
+        ));
+    }
+    // serde_json's default float parser may land one ulp off the printed value, so a mean read
+    // back from the summary is compared within a relative 1e-12, far below any real edit
+    let same = |a: Option<f64>, b: Option<f64>| match (a, b) {
+        (Some(a), Some(b)) => (a - b).abs() <= 1e-12 * a.abs().max(1.0),
+        (a, b) => a.is_none() && b.is_none(),
+    };
+    for name in names {
+        let mean = columns
+            .get(name)
+            .map(|v| metrics::mean_opt(v.iter().copied()).mean);
+        let stored = cell.metrics.get(name).copied().flatten();
+        if !mean.is_some_and(|m| same(m, stored)) {
+            return Err(format!(
+                "{}: metrics.{name} is not the mean of {}",
+                paths.summary.display(),
+                paths.records.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Token spend of the selected contexts (heuristic tokens).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Tokens {
+    /// Mean tokens of the whole selection.
+    pub selected_mean: f64,
+    /// Mean tokens of the first 10 selected chunks.
+    pub at_10_mean: f64,
+}
+
+/// One cell's summary.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CellSummary {
+    /// [`SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// Dataset name.
+    pub dataset: String,
+    /// Leg name.
+    pub leg: String,
+    /// What the dataset's export indexes per passage: `title+text`, `header+text` or `text`
+    /// (see `hopbench_datasets::protocol`); numbers are comparable with a published table only
+    /// under its protocol.
+    pub protocol: String,
+    /// Status.
+    pub status: Status,
+    /// Why the status is not `ok`.
+    pub reason: Option<String>,
+    /// blake3 of `inputs`.
+    pub key: String,
+    /// What the numbers depend on.
+    pub inputs: CellInputs,
+    /// Queries evaluated.
+    pub queries: usize,
+    /// The dataset's queries that have no gold and so are not evaluated (see
+    /// [`crate::pipeline::matrix::query_indices`]); they are not in `queries`.
+    pub queries_without_gold: usize,
+    /// Mean of each metric (`null`: undefined on every query, e.g. no published chain).
+    pub metrics: BTreeMap<String, Option<f64>>,
+    /// Percentile-bootstrap 95% CI of each mean (fixed seed).
+    pub metrics_ci95: BTreeMap<String, [f64; 2]>,
+    /// Queries each mean is over (chain metrics only count queries with a chain).
+    pub metrics_defined: BTreeMap<String, usize>,
+    /// Token spend.
+    pub tokens: Tokens,
+    /// Means of the leg's per-query diagnostics.
+    pub diagnostics: BTreeMap<String, f64>,
+    /// Metrics per dataset label value and per classified intent (see [`crate::analysis::breakdown`]).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub breakdowns: crate::analysis::breakdown::Breakdowns,
+    /// Dataset label values against the classified intent (legs that classify intents).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub intent_confusion: crate::analysis::breakdown::Confusion,
+    /// Reference-resolution accuracy (datasets with known referents, legs that resolve).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference_resolution: Option<crate::analysis::breakdown::ReferenceAccuracy>,
+    /// Timing (excluded from identity checks).
+    pub timing: Option<Timing>,
+}
+
+impl CellSummary {
+    /// A summary with no numbers (missing inputs or error).
+    pub fn without_numbers(
+        dataset: &str,
+        leg: &str,
+        protocol: &str,
+        status: Status,
+        reason: String,
+        key: String,
+        inputs: CellInputs,
+    ) -> Self {
+        CellSummary {
+            schema_version: SCHEMA_VERSION,
+            dataset: dataset.into(),
+            leg: leg.into(),
+            protocol: protocol.into(),
+            status,
+            reason: Some(reason),
+            key,
+            inputs,
+            queries: 0,
+            queries_without_gold: 0,
+            metrics: BTreeMap::new(),
+            metrics_ci95: BTreeMap::new(),
+            metrics_defined: BTreeMap::new(),
+            tokens: Tokens::default(),
+            diagnostics: BTreeMap::new(),
+            breakdowns: BTreeMap::new(),
+            intent_confusion: BTreeMap::new(),
+            reference_resolution: None,
+            timing: None,
+        }
+    }
+
+    /// Aggregates per-query results into an `ok` summary.
+    #[allow(clippy::too_many_arguments)]
+    pub fn from_results(
+        dataset: &str,
+        leg: &str,
+        protocol: &str,
+        key: String,
+        inputs: CellInputs,
+        names: &[String],
+        results: &[QueryResult],
+        timing: Timing,
+    ) -> Self {
+        let mut s = CellSummary::without_numbers(
+            dataset,
+            leg,
+            protocol,
+            Status::Ok,
+            String::new(),
+            key,
+            inputs,
+        );
+        s.reason = None;
+        s.queries = results.len();
+        for name in names {
+            let per_query = || {
+                results
+                    .iter()
+                    .map(|r| r.metrics.get(name).copied().flatten())
+            };
+            let m = metrics::mean_opt(per_query());
+            s.metrics.insert(name.clone(), m.mean);
+            s.metrics_defined.insert(name.clone(), m.defined);
+            let values: Vec<f64> = per_query().flatten().collect();
+            let ci = &s.inputs.ci;
+            if let Some(c) = ci.mean_ci(&values) {
+                s.metrics_ci95.insert(name.clone(), c);
+            }
+        }
+        let n = results.len().max(1) as f64;
+        s.tokens = Tokens {
+            selected_mean: results
+                .iter()
+                .map(|r| r.tokens_selected as f64)
+                .sum::<f64>()
+                / n,
+            at_10_mean: results.iter().map(|r| r.tokens_at_10 as f64).sum::<f64>() / n,
+        };
+        let mut diag: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+        for r in results {
+            for (k, v) in &r.diagnostics {
+                diag.entry(k.clone()).or_default().push(*v);
+            }
+        }
+        s.diagnostics = diag
+            .into_iter()
+            .map(|(k, v)| (k, metrics::mean(v).unwrap_or(0.0)))
+            .collect();
+        let labels = s.inputs.breakdown_labels.clone();
+        s.breakdowns =
+            crate::analysis::breakdown::breakdowns(results, names, &labels, &s.inputs.ci);
+        s.intent_confusion = crate::analysis::breakdown::confusion(results, &labels);
+        s.reference_resolution =
+            crate::analysis::breakdown::reference_accuracy(results, &s.inputs.ci);
+        s.timing = Some(timing);
+        s
+    }
+}
+
+/// Paths of a cell's files.
+#[derive(Debug, Clone)]
+pub struct CellPaths {
+    /// `<results>/cells/<dataset>/<leg>.summary.json`
+    pub summary: PathBuf,
+    /// `<results>/cells/<dataset>/<leg>.queries.parquet`
+    pub records: PathBuf,
+    /// `<results>/runs/<dataset>/<leg>.trec`
+    pub run: PathBuf,
+    /// `<results>/cells/<dataset>/<leg>.failed.txt`: the error of the last attempt that
+    /// failed, removed when the cell is next computed.
+    pub failed: PathBuf,
+}
+
+impl CellPaths {
+    /// The paths of cell (`dataset`, `leg`) under `results`.
+    pub fn new(results: &Path, dataset: &str, leg: &str) -> Self {
+        let cells = results.join("cells").join(dataset);
+        CellPaths {
+            summary: cells.join(format!("{leg}.summary.json")),
+            records: cells.join(format!("{leg}.queries.parquet")),
+            failed: cells.join(format!("{leg}.failed.txt")),
+            run: results
+                .join("runs")
+                .join(dataset)
+                .join(format!("{leg}.trec")),
+        }
+    }
+}
+
+/// Writes a summary atomically.
+pub fn write_summary(path: &Path, s: &CellSummary) -> Result<()> {
+    let text = serde_json::to_string_pretty(s).expect("summary serialises") + "\n";
+    fsx::write_atomic(path, text.as_bytes())
+}
+
+/// Reads a summary.
+pub fn read_summary(path: &Path) -> Result<CellSummary> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("{}: cannot read", path.display()))?;
+    serde_json::from_str(&text).with_context(|| {
+        format!(
+            "{}: not a hopbench cell summary (schema {SCHEMA_VERSION})",
+            path.display()
+        )
+    })
+}
+
+/// Writes the per-query records (one row per query; a column per metric, null where
+/// undefined; tokens; latency) atomically.
+pub fn write_records(
+    path: &Path,
+    names: &[String],
+    label_keys: &[String],
+    results: &[QueryResult],
+) -> Result<()> {
+    let mut cols: Vec<(String, arrow_array::ArrayRef)> = vec![(
+        "query_id".into(),
+        pq::strings(&results.iter().map(|r| r.id.as_str()).collect::<Vec<_>>()),
+    )];
+    for name in names {
+        cols.push((
+            name.clone(),
+            pq::opt_f64s(
+                &results
+                    .iter()
+                    .map(|r| r.metrics.get(name).copied().flatten())
+                    .collect::<Vec<_>>(),
+            ),
+        ));
+    }
+    let diag_names: std::collections::BTreeSet<&String> =
+        results.iter().flat_map(|r| r.diagnostics.keys()).collect();
+    for d in diag_names {
+        let v: Vec<Option<f64>> = results
+            .iter()
+            .map(|r| r.diagnostics.get(d).copied())
+            .collect();
+        cols.push((format!("diag:{d}"), pq::opt_f64s(&v)));
+    }
+    // text columns: the breakdown labels (`label:<key>`) and the leg's annotations (`note:<key>`)
+    let text_col = |get: &dyn Fn(&QueryResult) -> Option<String>| {
+        let v: Vec<Option<String>> = results.iter().map(get).collect();
+        pq::opt_strings(&v)
+    };
+    for k in label_keys {
+        if results.iter().any(|r| r.labels.contains_key(k)) {
+            cols.push((
+                format!("label:{k}"),
+                text_col(&|r| r.labels.get(k).cloned()),
+            ));
+        }
+    }
+    let note_names: std::collections::BTreeSet<&String> =
+        results.iter().flat_map(|r| r.annotations.keys()).collect();
+    for n in note_names {
+        cols.push((
+            format!("note:{n}"),
+            text_col(&|r| r.annotations.get(n).cloned()),
+        ));
+    }
+    if results.iter().any(|r| r.rescued_gold.is_some()) {
+        let rows: Vec<Option<Vec<String>>> = results
+            .iter()
+            .map(|r| Some(r.rescued_gold.clone().unwrap_or_default()))
+            .collect();
+        cols.push(("rescued_gold_ids".into(), pq::string_lists(&rows)));
+    }
+    cols.push((
+        "tokens_selected".into(),
+        pq::f64s(
+            &results
+                .iter()
+                .map(|r| r.tokens_selected as f64)
+                .collect::<Vec<_>>(),
+        ),
+    ));
+    cols.push((
+        "tokens@10".into(),
+        pq::f64s(
+            &results
+                .iter()
+                .map(|r| r.tokens_at_10 as f64)
+                .collect::<Vec<_>>(),
+        ),
+    ));
+    cols.push((
+        "retrieve_ms".into(),
+        pq::f64s(&results.iter().map(|r| r.retrieve_ms).collect::<Vec<_>>()),
+    ));
+    cols.push((
+        "select_ms".into(),
+        pq::f64s(&results.iter().map(|r| r.select_ms).collect::<Vec<_>>()),
+    ));
+    fsx::write_parquet_atomic(path, cols)
+}
+
+/// Per-query metric values by metric name (`None` where undefined), in query order.
+pub type MetricColumns = BTreeMap<String, Vec<Option<f64>>>;
+
+/// A text column of a records file (`label:<key>`, `note:<key>`), `None` when it has none.
+pub fn read_text_column(path: &Path, name: &str) -> Result<Option<Vec<Option<String>>>> {
+    let batch = pq::read(path)?;
+    let cols = Columns {
+        path,
+        batch: &batch,
+    };
+    if !cols.has(name) {
+        return Ok(None);
+    }
+    Ok(Some(cols.opt_strings(name)?))
+}
+
+/// Per-query values of a records file: query ids and each requested column.
+pub fn read_records(path: &Path, names: &[String]) -> Result<(Vec<String>, MetricColumns)> {
+    let batch = pq::read(path)?;
+    let cols = Columns {
+        path,
+        batch: &batch,
+    };
+    let ids = cols.strings("query_id")?;
+    let mut out = BTreeMap::new();
+    for n in names {
+        if cols.has(n) {
+            out.insert(n.clone(), cols.opt_f64s(n)?);
+        }
+    }
+    Ok((ids, out))
+}
