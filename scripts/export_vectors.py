@@ -15,7 +15,7 @@ EXPORT_DIR is a hopbench export (`<results>/exports/<dataset>/`). Writes to OUT_
 
 With --npy, each set is written as `<set>.npy` (float32, shape (n, dim)) and `<set>.ids.txt`
 (one id per line) instead. The vectors are copied bit for bit, so a dataset that brings them
-ranks exactly as the export it came from (the README's "Bringing your own vectors" measures
+ranks exactly as the export it came from (the book's "Bringing your own vectors", docs/src/own-data.md, measures
 this). Needs pyarrow (and numpy for --npy).
 """
 

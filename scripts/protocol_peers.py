@@ -20,7 +20,7 @@ query, the recall@k hopbench wrote in its records (`cells/<dataset>/<leg>.querie
 For each peer it prints the number of queries whose recall@2, @5 or @10 differs from hopbench's
 counterpart (the target: at most one per set).
 
-Peers, configured as hopbench is (README "BM25 tokenisation", ../shared/MODELS.md):
+Peers, configured as hopbench is (docs/src/datasets.md "BM25 tokenisation", ../shared/MODELS.md):
   bm25s: method lucene, k1 0.9, b 0.4, the 33-word Lucene English stop list, Snowball English
     (PyStemmer), bm25s's default token pattern (word runs of 2+ characters, lowercased); hits with
     score 0 dropped, as hopbench returns no chunk without a query term.

@@ -8,6 +8,7 @@ mod util;
 mod bad_input;
 mod conversations;
 mod curves;
+mod docs;
 mod documents;
 mod engines;
 mod hashing;

@@ -33,7 +33,7 @@ pub use served::{shard_dir, shard_for, QdrantDense};
 
 /// What a build without the engine says when a leg names it.
 pub const NOT_BUILT: &str = "engine `qdrant` is not in this build of hopbench: build it with \
-     `cargo build --release --features qdrant` (README, \"Serving through Qdrant\")";
+     `cargo build --release --features qdrant` (docs/src/engines.md, \"Serving through Qdrant\")";
 
 /// The error of building the engine in a build without it (a spec can only be made there by
 /// hand: reading one already fails with [`NOT_BUILT`]).
