@@ -2,7 +2,8 @@
 //!
 //! On a terminal it is an indicatif bar. When stderr is not a terminal (a Slurm task's log, a
 //! CI log, `nohup`), a bar would print nothing until the end, so instead a plain line is
-//! printed when the stage starts, then every [`interval`] while it runs, then when it ends:
+//! printed every [`interval`] while the stage runs, and one when it ends: a stage shorter than
+//! the interval prints that one line only.
 //!
 //! ```text
 //! progress: embed musique passages: 1024/11656 (8.8%), 41.3/s, ETA 4m18s
@@ -48,7 +49,11 @@ struct Lines {
     line: Arc<LineFormat>,
 }
 
+/// Where the plain lines go (stderr; a test collects them).
+type Sink = Arc<dyn Fn(String) + Send + Sync>;
+
 struct LineFormat {
+    sink: Sink,
     what: String,
     unit: &'static str,
     total: u64,
@@ -114,16 +119,21 @@ impl Progress {
                 kind: Kind::Bar(bar),
             };
         }
+        let stderr: Sink = Arc::new(|l| eprintln!("{l}"));
+        Progress::lines(what, unit, total, interval(), stderr)
+    }
+
+    /// Plain lines to `sink`: one every `every` while the stage runs, one at its end.
+    fn lines(what: &str, unit: &'static str, total: u64, every: Duration, sink: Sink) -> Progress {
         let line = Arc::new(LineFormat {
+            sink,
             what: what.to_string(),
             unit,
             total,
             started: Instant::now(),
         });
-        eprintln!("{}", line.line(0));
         let done = Arc::new(AtomicU64::new(0));
         let stop = Arc::new(AtomicBool::new(false));
-        let every = interval();
         let ticker = {
             let (done, stop, line) = (done.clone(), stop.clone(), line.clone());
             std::thread::spawn(move || {
@@ -131,7 +141,7 @@ impl Progress {
                 while !stop.load(Ordering::Relaxed) {
                     std::thread::sleep(Duration::from_millis(50).min(every));
                     if last.elapsed() >= every && !stop.load(Ordering::Relaxed) {
-                        eprintln!("{}", line.line(done.load(Ordering::Relaxed)));
+                        (line.sink)(line.line(done.load(Ordering::Relaxed)));
                         last = Instant::now();
                     }
                 }
@@ -171,7 +181,7 @@ impl Progress {
                 l.stop.store(true, Ordering::Relaxed);
                 if let Some(t) = l.ticker.take() {
                     let _ = t.join();
-                    eprintln!("{}", l.line.line(l.done.load(Ordering::Relaxed)));
+                    (l.line.sink)(l.line.line(l.done.load(Ordering::Relaxed)));
                 }
             }
         }
@@ -191,6 +201,7 @@ mod tests {
     #[test]
     fn a_line_says_stage_count_rate_and_eta() {
         let f = LineFormat {
+            sink: Arc::new(|_| {}),
             what: "embed d passages".into(),
             unit: "texts",
             total: 200,
@@ -204,6 +215,7 @@ mod tests {
         assert!(f.line(200).contains("(100.0%)") && f.line(200).contains("done in 10s"));
         assert!(f.line(0).contains("ETA unknown"));
         let none = LineFormat {
+            sink: Arc::new(|_| {}),
             what: "x".into(),
             unit: "",
             total: 0,
@@ -214,6 +226,25 @@ mod tests {
             "{}",
             none.line(0)
         );
+    }
+
+    #[test]
+    fn a_stage_shorter_than_the_interval_prints_one_line_at_its_end() {
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink: Sink = {
+            let seen = seen.clone();
+            Arc::new(move |l| seen.lock().unwrap().push(l))
+        };
+        let p = Progress::lines("d x bm25", "queries", 3, Duration::from_secs(3600), sink);
+        p.inc(3);
+        p.finish();
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.len(), 1, "{seen:?}");
+        assert!(
+            seen[0].starts_with("progress: d x bm25: 3/3 queries (100.0%)"),
+            "{seen:?}"
+        );
+        assert!(seen[0].contains("done in"), "{seen:?}");
     }
 
     #[test]
