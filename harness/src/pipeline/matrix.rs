@@ -395,7 +395,42 @@ fn remove_if_there(path: &std::path::Path) -> Result<()> {
 /// it rather than building the leg, and embedding its texts, a second time).
 type CellRun = ((CellSummary, CellOutcome), Option<Box<dyn Leg>>);
 
-#[allow(clippy::too_many_arguments)]
+/// What every summary of one cell carries, whatever its outcome.
+struct CellHead<'a> {
+    dataset: &'a str,
+    leg: &'a str,
+    protocol: String,
+    paths: CellPaths,
+}
+
+impl CellHead<'_> {
+    /// Writes the summary of a cell without numbers (missing inputs, no query, an error) and
+    /// returns it with its outcome.
+    fn without_numbers(
+        &self,
+        status: Status,
+        reason: String,
+        (key, inputs): (String, CellInputs),
+        queries_without_gold: Option<usize>,
+        outcome: CellOutcome,
+    ) -> Result<CellRun> {
+        let mut cell = CellSummary::without_numbers(
+            self.dataset,
+            self.leg,
+            &self.protocol,
+            status,
+            reason,
+            key,
+            inputs,
+        );
+        if let Some(n) = queries_without_gold {
+            cell.queries_without_gold = n;
+        }
+        summary::write_summary(&self.paths.summary, &cell)?;
+        Ok(((cell, outcome), None))
+    }
+}
+
 fn run_cell(
     campaign: &Campaign,
     s: &MatrixSettings,
@@ -406,85 +441,70 @@ fn run_cell(
     state: &DatasetState,
 ) -> Result<CellRun> {
     let spec = &campaign.legs[leg_name];
-    let paths = CellPaths::new(&s.results, dataset, leg_name);
     let (export, idx) = match state {
         DatasetState::Ready(e) => (Some(e.clone()), query_indices(e, s.limit)),
         DatasetState::Missing(_) => (None, Vec::new()),
     };
     let ident = export.as_deref().map(ExportIdentity::of_export);
     let (inputs, key) = cell_inputs(campaign, s, contract, leg_name, ident.as_ref());
-    let protocol = crate::pipeline::protocol::label(campaign.protocol(dataset), export.as_deref());
-
+    let head = CellHead {
+        dataset,
+        leg: leg_name,
+        protocol: crate::pipeline::protocol::label(campaign.protocol(dataset), export.as_deref()),
+        paths: CellPaths::new(&s.results, dataset, leg_name),
+    };
     let export = match state {
         DatasetState::Missing(reason) => {
-            let cell = CellSummary::without_numbers(
-                dataset,
-                leg_name,
-                &protocol,
+            return head.without_numbers(
                 Status::MissingInputs,
                 reason.clone(),
-                key,
-                inputs,
-            );
-            summary::write_summary(&paths.summary, &cell)?;
-            return Ok(((cell, CellOutcome::Missing), None));
+                (key, inputs),
+                None,
+                CellOutcome::Missing,
+            )
         }
         DatasetState::Ready(e) => e.clone(),
     };
     let no_gold = queries_without_gold(&export);
     if idx.is_empty() {
-        let mut cell = CellSummary::without_numbers(
-            dataset,
-            leg_name,
-            &protocol,
-            Status::Empty,
-            format!(
-                "no query to evaluate: none of the dataset's {} queries has gold",
-                export.queries.len()
-            ),
-            key,
-            inputs,
+        let reason = format!(
+            "no query to evaluate: none of the dataset's {} queries has gold",
+            export.queries.len()
         );
-        cell.queries_without_gold = no_gold;
-        summary::write_summary(&paths.summary, &cell)?;
-        return Ok(((cell, CellOutcome::Computed), None));
+        return head.without_numbers(
+            Status::Empty,
+            reason,
+            (key, inputs),
+            Some(no_gold),
+            CellOutcome::Computed,
+        );
     }
-
     if !s.force {
-        if let Some(cell) = cached_cell(campaign, &paths, (dataset, leg_name), &key, true) {
+        if let Some(cell) = cached_cell(campaign, &head.paths, (dataset, leg_name), &key, true) {
             return Ok((cell, None));
         }
     }
-
     let leg = match crate::pipeline::leg_build::build(spec, leg_name, &export, &s.data)? {
         Ok(l) => l,
         Err(LegError::MissingInputs(reason)) => {
-            let cell = CellSummary::without_numbers(
-                dataset,
-                leg_name,
-                &protocol,
+            return head.without_numbers(
                 Status::MissingInputs,
                 reason,
-                key,
-                inputs,
-            );
-            summary::write_summary(&paths.summary, &cell)?;
-            return Ok(((cell, CellOutcome::Missing), None));
+                (key, inputs),
+                None,
+                CellOutcome::Missing,
+            )
         }
+        // an engine that cannot start, or an export file that no longer reads, fails its
+        // cell, not the run
         Err(e @ (LegError::Engine(_) | LegError::Export(_))) => {
-            // an engine that cannot start, or an export file that no longer reads, fails its
-            // cell, not the run
-            let cell = CellSummary::without_numbers(
-                dataset,
-                leg_name,
-                &protocol,
+            return head.without_numbers(
                 Status::Error,
                 e.to_string(),
-                key,
-                inputs,
-            );
-            summary::write_summary(&paths.summary, &cell)?;
-            return Ok(((cell, CellOutcome::Computed), None));
+                (key, inputs),
+                None,
+                CellOutcome::Computed,
+            )
         }
         Err(e) => return Err(e.into()),
     };
@@ -497,7 +517,6 @@ fn run_cell(
         cell_inputs(campaign, s, contract, leg_name, Some(&ident))
     };
 
-    let names = evaluate::metric_names(&campaign.recall_k);
     let bar = crate::pipeline::progress::Progress::new(
         s.progress,
         &format!("{dataset} x {leg_name}"),
@@ -508,42 +527,9 @@ fn run_cell(
     let results: Vec<Result<QueryResult, evaluate::QueryFailure>> = pool.install(|| {
         idx.par_iter()
             .map(|&q| {
-                let input = QueryInput::from_export(&export, q);
-                let fail = |e: LegError| evaluate::QueryFailure::of(&export.queries[q].id, &e);
-                // the timed span includes an external engine's round trip
-                let t0 = Instant::now();
-                let retrieval = leg.retrieve(&input).map_err(fail)?;
-                let t1 = Instant::now();
-                let selection = leg.select(&input, &retrieval, None).map_err(fail)?;
-                let t2 = Instant::now();
-                let rec = &export.queries[q];
-                let mut diagnostics = retrieval.diagnostics.clone();
-                let rescued_gold =
-                    rescue_attribution(&retrieval, &rec.gold, &mut diagnostics).map(|ids| {
-                        ids.into_iter()
-                            .map(|c| export.chunks[c as usize].id.clone())
-                            .collect()
-                    });
-                let r = QueryResult {
-                    id: rec.id.clone(),
-                    metrics: evaluate::evaluate(&export, rec, &selection, &campaign.recall_k),
-                    tokens_selected: selection.tokens,
-                    tokens_at_10: evaluate::tokens_of_prefix(&export, &selection, evaluate::CUT),
-                    selected: selection.chunks.len(),
-                    diagnostics,
-                    rescued_gold,
-                    ranked: selection.chunks,
-                    retrieve_ms: (t1 - t0).as_secs_f64() * 1e3,
-                    select_ms: (t2 - t1).as_secs_f64() * 1e3,
-                    labels: rec.labels.clone(),
-                    annotations: retrieval
-                        .annotations
-                        .iter()
-                        .map(|(note, v)| (note.name().to_string(), v.clone()))
-                        .collect(),
-                };
+                let r = query_result(campaign, &export, leg.as_ref(), q);
                 bar.inc(1);
-                Ok(r)
+                r
             })
             .collect()
     });
@@ -553,22 +539,78 @@ fn run_cell(
     let results: Vec<QueryResult> = results.into_iter().filter_map(Result::ok).collect();
     if let Some(reason) = evaluate::cell_failure(failures.into_iter().filter_map(Result::err)) {
         // a leg that cannot retrieve or select is an `error` cell with its reason, never zeros
-        let cell = CellSummary::without_numbers(
-            dataset,
-            leg_name,
-            &protocol,
+        return head.without_numbers(
             Status::Error,
             reason,
-            key,
-            inputs,
+            (key, inputs),
+            None,
+            CellOutcome::Computed,
         );
-        summary::write_summary(&paths.summary, &cell)?;
-        return Ok(((cell, CellOutcome::Computed), None));
     }
+    let timing = timing_of(s, wall_ms, &results);
+    let mut cell = CellSummary::from_results(
+        dataset,
+        leg_name,
+        &head.protocol,
+        key,
+        inputs,
+        &evaluate::metric_names(&campaign.recall_k),
+        &results,
+        timing,
+    );
+    cell.queries_without_gold = no_gold;
+    write_computed(campaign, &export, &head, &mut cell, &results)?;
+    Ok(((cell, CellOutcome::Computed), Some(leg)))
+}
 
+/// One query through a leg: retrieve, select, score. Single-threaded and order-fixed, so its
+/// numbers do not depend on the pool it runs in.
+fn query_result(
+    campaign: &Campaign,
+    export: &Export,
+    leg: &dyn Leg,
+    q: usize,
+) -> Result<QueryResult, evaluate::QueryFailure> {
+    let input = QueryInput::from_export(export, q);
+    let rec = &export.queries[q];
+    let fail = |e: LegError| evaluate::QueryFailure::of(&rec.id, &e);
+    // the timed span includes an external engine's round trip
+    let t0 = Instant::now();
+    let retrieval = leg.retrieve(&input).map_err(fail)?;
+    let t1 = Instant::now();
+    let selection = leg.select(&input, &retrieval, None).map_err(fail)?;
+    let t2 = Instant::now();
+    let mut diagnostics = retrieval.diagnostics.clone();
+    let rescued_gold = rescue_attribution(&retrieval, &rec.gold, &mut diagnostics).map(|ids| {
+        ids.into_iter()
+            .map(|c| export.chunks[c as usize].id.clone())
+            .collect()
+    });
+    Ok(QueryResult {
+        id: rec.id.clone(),
+        metrics: evaluate::evaluate(export, rec, &selection, &campaign.recall_k),
+        tokens_selected: selection.tokens,
+        tokens_at_10: evaluate::tokens_of_prefix(export, &selection, evaluate::CUT),
+        selected: selection.chunks.len(),
+        diagnostics,
+        rescued_gold,
+        ranked: selection.chunks,
+        retrieve_ms: (t1 - t0).as_secs_f64() * 1e3,
+        select_ms: (t2 - t1).as_secs_f64() * 1e3,
+        labels: rec.labels.clone(),
+        annotations: retrieval
+            .annotations
+            .iter()
+            .map(|(note, v)| (note.name().to_string(), v.clone()))
+            .collect(),
+    })
+}
+
+/// The wall clock and the latency distributions of a computed cell.
+fn timing_of(s: &MatrixSettings, wall_ms: f64, results: &[QueryResult]) -> Timing {
     let lat =
         |f: &dyn Fn(&QueryResult) -> f64| Dist::of(&results.iter().map(f).collect::<Vec<_>>());
-    let timing = Timing {
+    Timing {
         threads: s.threads,
         thread_source: s.thread_source,
         wall_ms,
@@ -578,24 +620,32 @@ fn run_cell(
             total: lat(&|r| r.retrieve_ms + r.select_ms),
         },
         files: None,
-    };
-    let mut cell = CellSummary::from_results(
-        dataset, leg_name, &protocol, key, inputs, &names, &results, timing,
-    );
-    cell.queries_without_gold = no_gold;
+    }
+}
+
+/// Writes a computed cell: its run file, its records, then its summary with their hashes (the
+/// summary goes last: a summary on disk means its records and run file are complete).
+fn write_computed(
+    campaign: &Campaign,
+    export: &Export,
+    head: &CellHead,
+    cell: &mut CellSummary,
+    results: &[QueryResult],
+) -> Result<()> {
+    let paths = &head.paths;
     let ids: Vec<String> = results.iter().map(|r| r.id.clone()).collect();
     let ranked: Vec<Vec<u32>> = results.iter().map(|r| r.ranked.clone()).collect();
     trec::write(
         &paths.run,
-        &trec::run_text(&export, &ids, &ranked, &format!("hopbench-{leg_name}")),
+        &trec::run_text(export, &ids, &ranked, &format!("hopbench-{}", head.leg)),
     )?;
-    summary::write_records(&paths.records, &names, &campaign.breakdown_labels, &results)?;
+    let names = evaluate::metric_names(&campaign.recall_k);
+    summary::write_records(&paths.records, &names, &campaign.breakdown_labels, results)?;
     if let Some(t) = cell.timing.as_mut() {
-        t.files = Some(summary::FileHashes::of(&paths)?);
+        t.files = Some(summary::FileHashes::of(paths)?);
     }
-    // the summary goes last: a summary on disk means its records and run file are complete
-    summary::write_summary(&paths.summary, &cell)?;
-    Ok(((cell, CellOutcome::Computed), Some(leg)))
+    summary::write_summary(&paths.summary, cell)?;
+    Ok(())
 }
 
 /// Rescue attribution, for legs whose retrieval reports a rescue stage
