@@ -71,6 +71,7 @@
 //! `Vec`s and `BTreeMap`s: the same config yields a byte-identical dataset on every run and
 //! platform, and asking for more questions or more distractors does not change the world.
 
+mod kind;
 mod names;
 #[cfg(test)]
 mod pinned;

@@ -12,8 +12,8 @@
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::OnceLock;
 
+use super::kind::Kind;
 use super::substrings::SubstringFree;
-use super::world::Kind;
 use crate::rng::SplitMix64;
 
 const ONSETS: &[&str] = &[

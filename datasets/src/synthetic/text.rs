@@ -7,7 +7,8 @@
 
 use std::collections::BTreeMap;
 
-use super::world::{Fact, Kind, Rel, World};
+use super::kind::Kind;
+use super::world::{Fact, Rel, World};
 use crate::rng::SplitMix64;
 
 /// Statement templates: `{s}` the subject reference, `{o}` the object name, `{y}` a year.

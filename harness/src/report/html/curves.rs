@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 
-use super::dataset::Job;
+use super::job::Job;
 use super::page::{self, esc};
 use super::{format, ReportOptions};
 use crate::pipeline::curve::Curve;

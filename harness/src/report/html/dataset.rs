@@ -7,73 +7,13 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 
+use super::job::Job;
 use super::matrix::{dataset_counts, is_oracle, leg_label, status_counts};
 use super::page::{self, esc};
 use super::svg::{self, Row};
-use super::{curves, format, groups, pairs, slug, Names, ReportOptions};
+use super::{curves, format, groups, pairs, ReportOptions};
 use crate::analysis::metrics;
 use crate::store::summary::{CellSummary, Status};
-
-/// The file names of one pair's drill-down page and difference figure.
-pub(crate) struct PairFiles {
-    /// `q-<dataset>-<a>-vs-<b>.html`.
-    pub drill: String,
-    /// `img/<dataset>.<a>-vs-<b>.delta.svg`.
-    pub delta: String,
-}
-
-/// The file names of one dataset's page and figures, relative to the report directory.
-pub(crate) struct Files {
-    /// `d-<dataset>.html`.
-    pub page: String,
-    /// `img/<dataset>.recall.svg`.
-    pub recall: String,
-    /// `img/<dataset>.curves.svg`.
-    pub curves: String,
-    /// `q-<dataset>.html`: the per-query drill-down of every leg.
-    pub drill: String,
-    /// Per pair, in pair order.
-    pub pairs: Vec<PairFiles>,
-}
-
-impl Files {
-    /// Claims the file names of `dataset` and its `pairs`.
-    pub(crate) fn new(
-        names: &mut Names,
-        dataset: &str,
-        pairs: &[(String, String)],
-    ) -> Result<Files> {
-        let d = slug(dataset);
-        Ok(Files {
-            page: names.claim(format!("d-{d}.html"))?,
-            recall: names.claim(format!("img/{d}.recall.svg"))?,
-            curves: names.claim(format!("img/{d}.curves.svg"))?,
-            drill: names.claim(format!("q-{d}.html"))?,
-            pairs: pairs
-                .iter()
-                .map(|(a, b)| {
-                    let (a, b) = (slug(a), slug(b));
-                    Ok(PairFiles {
-                        drill: names.claim(format!("q-{d}-{a}-vs-{b}.html"))?,
-                        delta: names.claim(format!("img/{d}.{a}-vs-{b}.delta.svg"))?,
-                    })
-                })
-                .collect::<Result<_>>()?,
-        })
-    }
-}
-
-/// One dataset's share of the report.
-pub(crate) struct Job<'a> {
-    /// Dataset name.
-    pub dataset: &'a str,
-    /// Its cells, sorted by leg.
-    pub cells: &'a [&'a CellSummary],
-    /// The leg pairs `(a, b)` compared on it.
-    pub pairs: Vec<(String, String)>,
-    /// Its files.
-    pub files: Files,
-}
 
 /// Writes the dataset's page, figures and drill-down pages; returns what it wrote.
 pub(crate) fn write(o: &ReportOptions, job: &Job) -> Result<Vec<(PathBuf, u64)>> {

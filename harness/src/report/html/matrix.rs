@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use super::dataset::Job;
+use super::job::Job;
 use super::page::{self, esc};
 use super::{format, ReportOptions};
 use crate::analysis::metrics;

@@ -33,6 +33,7 @@ mod dataset;
 mod drill;
 mod format;
 mod groups;
+mod job;
 mod matrix;
 mod page;
 mod pairs;
@@ -94,8 +95,8 @@ pub fn write_report(o: &ReportOptions) -> Result<ReportWritten> {
     let mut jobs = Vec::new();
     for (dataset, cells) in &by_dataset {
         let pairs = pairs_of(cells, o.compare);
-        let files = dataset::Files::new(&mut names, dataset, &pairs)?;
-        jobs.push(dataset::Job {
+        let files = job::Files::new(&mut names, dataset, &pairs)?;
+        jobs.push(job::Job {
             dataset,
             cells: cells.as_slice(),
             pairs,

@@ -7,8 +7,8 @@ use std::fmt::Write as _;
 use anyhow::Result;
 use rayon::prelude::*;
 
-use super::dataset::{Job, PairFiles};
 use super::drill::{self, Drill};
+use super::job::{Job, PairFiles};
 use super::page::{self, esc};
 use super::svg::{self, Row};
 use super::{format, slug, ReportOptions};
