@@ -81,7 +81,10 @@ pub fn cells(campaign: &Campaign, s: &MatrixSettings) -> Result<Vec<(String, Str
                     Err(why) => CellState::Stale(why),
                 }
             }
-            (Some(p), None) if p.status == Status::MissingInputs => {
+            (Some(p), None)
+                if p.status == Status::MissingInputs
+                    && summary::verify_cell(&p, &paths, &names).is_ok() =>
+            {
                 CellState::Done(Status::MissingInputs)
             }
             _ => match failed {

@@ -24,8 +24,8 @@ use crate::analysis::metrics;
 use crate::pipeline::campaign::Campaign;
 use crate::pipeline::evaluate;
 use crate::pipeline::settings::MatrixSettings;
-use crate::store::fsx;
 use crate::store::summary::{Dist, MetricColumns};
+use crate::store::{fsx, seal};
 
 /// Version of the curve schema.
 pub const CURVE_SCHEMA_VERSION: u32 = 2;
@@ -73,6 +73,11 @@ pub struct CurveTiming {
     pub wall_ms: f64,
     /// Per-budget latency.
     pub points: Vec<PointTiming>,
+    /// The curve's seal: blake3 of its text before `timing` ([`crate::store::seal`]), so the
+    /// fields that cannot be recomputed from the rows (CIs, tokens, selection lengths) are
+    /// still checked when read back.
+    #[serde(default)]
+    pub seal: Option<String>,
 }
 
 /// One selecting leg's budget curve on one dataset.
@@ -108,10 +113,21 @@ pub fn paths(results: &Path, dataset: &str, leg: &str) -> (PathBuf, PathBuf) {
     )
 }
 
-/// Why a curve on disk cannot be trusted (`Ok` when it can): its rows file is missing or is not
-/// the one written with it, or its means are not the means of its rows. The cache, `plot` and
+/// Why a curve on disk cannot be trusted (`Ok` when it can): its file is not the one parsed or
+/// its seal differs (a field outside `timing` was edited), its rows file is missing or is not the
+/// one written with it, or its means are not the means of its rows. The cache, `plot` and
 /// `compare-spend` call this before using a curve.
 pub fn verify(curve: &Curve, json: &Path, rows: &Path) -> Result<(), String> {
+    let text = std::fs::read_to_string(json)
+        .map_err(|e| format!("{}: cannot read: {e}", json.display()))?;
+    if serde_json::from_str::<Curve>(&text).ok().as_ref() != Some(curve) {
+        return Err(format!(
+            "{}: is not the curve parsed from it (changed while it was read)",
+            json.display()
+        ));
+    }
+    let seal = curve.timing.as_ref().and_then(|t| t.seal.as_deref());
+    seal::check(&json.display().to_string(), &text, seal)?;
     let bytes = std::fs::read(rows).map_err(|e| format!("{}: cannot read: {e}", rows.display()))?;
     if blake3::hash(&bytes).to_hex().as_str() != curve.rows {
         return Err(format!(
@@ -354,10 +370,15 @@ pub fn run(
             threads: s.threads,
             wall_ms,
             points: timings,
+            seal: None,
         }),
     };
     // the curve goes last: a curve on disk means its rows are complete
-    let text = serde_json::to_string_pretty(&curve).expect("curve serialises") + "\n";
+    let text = seal::sealed_text(&curve, |seal| {
+        let mut sealed = curve.clone();
+        sealed.timing.as_mut()?.seal = Some(seal);
+        Some(sealed)
+    });
     fsx::write_atomic(&json_path, text.as_bytes())?;
     Ok((curve, true))
 }

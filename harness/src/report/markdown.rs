@@ -7,7 +7,8 @@ use std::path::Path;
 use anyhow::Result;
 
 use crate::analysis::metrics;
-use crate::store::summary::{read_summary, CellSummary, Status};
+use crate::pipeline::evaluate::metric_names;
+use crate::store::summary::{read_summary, verify_cell, CellPaths, CellSummary, Status};
 
 fn fmt_metric(c: &CellSummary, name: &str, with_ci: bool) -> String {
     match c.metrics.get(name).copied().flatten() {
@@ -59,12 +60,7 @@ pub fn matrix_table(cells: &[CellSummary]) -> String {
     }
     let _ = writeln!(out, "---:|---:|---:|");
     for c in cells {
-        let status = match c.status {
-            Status::Ok => "ok",
-            Status::MissingInputs => "missing-inputs",
-            Status::Error => "error",
-            Status::Empty => "empty",
-        };
+        let status = c.status.name();
         let _ = write!(
             out,
             "| {} | {} | {} | {} |",
@@ -150,7 +146,9 @@ pub fn matrix_markdown(cells: &[CellSummary]) -> String {
     out
 }
 
-/// Every summary under `<results>/cells`, sorted by (dataset, leg).
+/// Every summary under `<results>/cells`, sorted by (dataset, leg), as read: the caller verifies
+/// a cell before it trusts its numbers (`compare` reports an untrusted one as not comparable;
+/// the reports read [`trusted_summaries`]).
 pub fn collect_summaries(results: &Path) -> Result<Vec<CellSummary>> {
     let mut out = Vec::new();
     let cells = results.join("cells");
@@ -190,6 +188,33 @@ pub fn collect_summaries(results: &Path) -> Result<Vec<CellSummary>> {
         );
     }
     out.sort_by(|a, b| (&a.dataset, &a.leg).cmp(&(&b.dataset, &b.leg)));
+    Ok(out)
+}
+
+/// The summaries of [`collect_summaries`] that verify ([`verify_cell`]): what the matrix and the
+/// report show. One that does not is left out with a warning naming the file and why (the next
+/// `run-matrix` recomputes it).
+pub fn trusted_summaries(results: &Path) -> Result<Vec<CellSummary>> {
+    let cells = collect_summaries(results)?;
+    let mut out = Vec::with_capacity(cells.len());
+    let mut untrusted = 0;
+    for cell in cells {
+        let paths = CellPaths::new(results, &cell.dataset, &cell.leg);
+        match verify_cell(&cell, &paths, &metric_names(&cell.inputs.recall_k)) {
+            Ok(()) => out.push(cell),
+            Err(why) => {
+                eprintln!("warning: cell not trusted, left out ({why})");
+                untrusted += 1;
+            }
+        }
+    }
+    if untrusted > 0 {
+        eprintln!(
+            "{}: left out {untrusted} cell summaries that do not verify (rerun run-matrix to \
+             recompute them)",
+            results.join("cells").display()
+        );
+    }
     Ok(out)
 }
 

@@ -4,5 +4,6 @@
 pub mod cache;
 pub mod fsx;
 pub mod lock;
+pub mod seal;
 pub mod summary;
 pub mod trec;

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use crate::analysis::metrics;
 use crate::pipeline::contract::{Contract, ThreadSource};
 use crate::pipeline::evaluate::QueryResult;
-use crate::store::fsx;
+use crate::store::{fsx, seal};
 
 /// Version of the summary schema (4: `protocol`).
 pub const SCHEMA_VERSION: u32 = 4;
@@ -34,6 +34,18 @@ pub enum Status {
     Error,
     /// Nothing to measure: no evaluated query has gold. No numbers, never zeros.
     Empty,
+}
+
+impl Status {
+    /// The status as the summary, `matrix.md` and the report write it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::MissingInputs => "missing-inputs",
+            Status::Error => "error",
+            Status::Empty => "empty",
+        }
+    }
 }
 
 /// Everything the cell's numbers depend on; its blake3 is the cell key.
@@ -126,6 +138,11 @@ pub struct Timing {
     /// per-query latencies, so their bytes differ between two runs of the same key.
     #[serde(default)]
     pub files: Option<FileHashes>,
+    /// The summary's seal: blake3 of its text before `timing` ([`crate::store::seal`]), so a
+    /// field that cannot be recomputed from the records (CIs, tokens, diagnostics, the
+    /// protocol, ...) is still checked when read back.
+    #[serde(default)]
+    pub seal: Option<String>,
 }
 
 /// blake3 (hex) of a cell's per-query records and TREC run file, as written.
@@ -153,19 +170,21 @@ impl FileHashes {
     }
 }
 
-/// Why an `ok` cell on disk cannot be trusted (`Ok` when it can): its records or run file are
-/// missing or are not the files written with it, or its means are not the means of its records.
-/// A cell without numbers has nothing to verify. Every reader of cells (the cache, `compare`,
-/// `compare-legs`) calls this before using one.
+/// Why a cell on disk cannot be trusted (`Ok` when it can). An `ok` cell: its summary file is not
+/// the one parsed or its seal differs (a field outside `timing` was edited), its records or run
+/// file are missing or are not the files written with it, or its means are not the means of its
+/// records. A cell without numbers: it holds numbers all the same (an `ok` cell whose status was
+/// edited). Every reader of cells (the cache, `status`, the reports, `compare`, `compare-legs`)
+/// calls this before using one.
 pub fn verify_cell(cell: &CellSummary, paths: &CellPaths, names: &[String]) -> Result<(), String> {
     if cell.status != Status::Ok {
-        return Ok(());
+        return without_numbers_holds_none(cell, paths);
     }
-    let recorded = cell
-        .timing
-        .as_ref()
+    let timing = cell.timing.as_ref();
+    let recorded = timing
         .and_then(|t| t.files.as_ref())
         .ok_or_else(|| format!("{}: records no file hashes", paths.summary.display()))?;
+    verify_seal(cell, &paths.summary, timing.and_then(|t| t.seal.as_deref()))?;
     let found = FileHashes::of(paths).map_err(|e| format!("{e:#}"))?;
     if found.records != recorded.records {
         return Err(format!(
@@ -189,6 +208,14 @@ pub fn verify_cell(cell: &CellSummary, paths: &CellPaths, names: &[String]) -> R
             ids.len()
         ));
     }
+    if cell.metrics.len() != names.len() {
+        return Err(format!(
+            "{}: {} metrics, but its inputs name {}",
+            paths.summary.display(),
+            cell.metrics.len(),
+            names.len()
+        ));
+    }
     // serde_json's default float parser may land one ulp off the printed value, so a mean read
     // back from the summary is compared within a relative 1e-12, far below any real edit
     let same = |a: Option<f64>, b: Option<f64>| match (a, b) {
@@ -209,6 +236,49 @@ pub fn verify_cell(cell: &CellSummary, paths: &CellPaths, names: &[String]) -> R
         }
     }
     Ok(())
+}
+
+/// Why the summary file at `path` is not `cell` with the seal `recorded` (`Ok` when it is). The
+/// file is read again so the text checked is the text that was parsed.
+fn verify_seal(cell: &CellSummary, path: &Path, recorded: Option<&str>) -> Result<(), String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+    if serde_json::from_str::<CellSummary>(&text).ok().as_ref() != Some(cell) {
+        return Err(format!(
+            "{}: is not the summary parsed from it (changed while it was read)",
+            path.display()
+        ));
+    }
+    seal::check(&path.display().to_string(), &text, recorded)
+}
+
+/// Why a cell without numbers holds some (`Ok` when it holds none, as
+/// [`CellSummary::without_numbers`] writes it).
+fn without_numbers_holds_none(cell: &CellSummary, paths: &CellPaths) -> Result<(), String> {
+    let holds = [
+        ("queries", cell.queries != 0),
+        ("metrics", !cell.metrics.is_empty()),
+        ("metrics_ci95", !cell.metrics_ci95.is_empty()),
+        ("metrics_defined", !cell.metrics_defined.is_empty()),
+        ("tokens", cell.tokens != Tokens::default()),
+        ("diagnostics", !cell.diagnostics.is_empty()),
+        ("breakdowns", !cell.breakdowns.is_empty()),
+        ("intent_confusion", !cell.intent_confusion.is_empty()),
+        ("reference_resolution", cell.reference_resolution.is_some()),
+        ("timing", cell.timing.is_some()),
+    ];
+    let status = cell.status.name();
+    match holds.iter().find(|(_, held)| *held) {
+        Some((field, _)) => Err(format!(
+            "{}: status `{status}` but it holds `{field}`",
+            paths.summary.display()
+        )),
+        None if cell.reason.is_none() => Err(format!(
+            "{}: status `{status}` without a reason",
+            paths.summary.display()
+        )),
+        None => Ok(()),
+    }
 }
 
 /// Token spend of the selected contexts (heuristic tokens).
@@ -403,9 +473,14 @@ impl CellPaths {
     }
 }
 
-/// Writes a summary atomically.
+/// Writes a summary atomically, sealed ([`crate::store::seal`]) when it has a timing to record
+/// the seal in (an `ok` cell).
 pub fn write_summary(path: &Path, s: &CellSummary) -> Result<()> {
-    let text = serde_json::to_string_pretty(s).expect("summary serialises") + "\n";
+    let text = seal::sealed_text(s, |seal| {
+        let mut sealed = s.clone();
+        sealed.timing.as_mut()?.seal = Some(seal);
+        Some(sealed)
+    });
     fsx::write_atomic(path, text.as_bytes())
 }
 

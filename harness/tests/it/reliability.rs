@@ -6,7 +6,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use crate::util::{deterministic, Env};
+use serde_json::json;
+
+use crate::util::{deterministic, edit_json, Env};
 
 /// One selecting leg (so there is a budget curve to damage) and one that is not.
 const CAMPAIGN: &str = r#"
@@ -134,11 +136,18 @@ fn every_damaged_file_read_back_is_detected_and_recovered_with_the_same_numbers(
         (
             "curve mean edited",
             Box::new(|| {
-                let p = curves.join("packer.curve.json");
-                let mut v: serde_json::Value =
-                    serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
-                v["points"][0]["metrics"]["recall@10"] = serde_json::json!(0.123);
-                std::fs::write(&p, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+                edit_json(&curves.join("packer.curve.json"), false, |v| {
+                    v["points"][0]["metrics"]["recall@10"] = serde_json::json!(0.123)
+                })
+            }),
+            "packer.curve.json: a field outside `timing` is not what was written",
+        ),
+        (
+            "curve mean edited, seal recomputed",
+            Box::new(|| {
+                edit_json(&curves.join("packer.curve.json"), true, |v| {
+                    v["points"][0]["metrics"]["recall@10"] = serde_json::json!(0.123)
+                })
             }),
             "metrics.recall@10 at budget 500 is not that of",
         ),
@@ -194,6 +203,122 @@ fn every_damaged_file_read_back_is_detected_and_recovered_with_the_same_numbers(
         clean,
         "embedding cache: the same numbers"
     );
+}
+
+/// Every field of a cached summary or curve outside `timing` is checked, not only the means:
+/// an edit to any of them makes the cell untrusted in `status` and in the report, and the next
+/// run recomputes it to the same numbers.
+#[test]
+fn an_edit_to_any_field_of_a_cached_summary_or_curve_is_caught() {
+    let env = env();
+    let args = run_args("r");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    env.ok(&args);
+    let clean = fingerprint(&env, "r");
+    let root = env.results("r");
+    let summary = root.join("cells/synthetic/dense.summary.json");
+    let curve = root.join("curves/synthetic/packer.curve.json");
+    type Edit<'a> = (&'a str, &'a Path, Box<dyn Fn(&mut serde_json::Value)>);
+    let edits: Vec<Edit> = vec![
+        (
+            "a CI",
+            &summary,
+            Box::new(|v| v["metrics_ci95"]["recall@10"][0] = json!(0.0)),
+        ),
+        (
+            "the tokens",
+            &summary,
+            Box::new(|v| v["tokens"]["selected_mean"] = json!(1.0)),
+        ),
+        (
+            "a diagnostic",
+            &summary,
+            Box::new(|v| {
+                let d = v["diagnostics"].as_object_mut().unwrap();
+                let k = d.keys().next().cloned().unwrap_or_else(|| "added".into());
+                d.insert(k, json!(1234.5));
+            }),
+        ),
+        (
+            "a defined count",
+            &summary,
+            Box::new(|v| v["metrics_defined"]["recall@10"] = json!(1)),
+        ),
+        (
+            "queries_without_gold",
+            &summary,
+            Box::new(|v| v["queries_without_gold"] = json!(7)),
+        ),
+        (
+            "the protocol",
+            &summary,
+            Box::new(|v| v["protocol"] = json!("text")),
+        ),
+        (
+            "an added metric",
+            &summary,
+            Box::new(|v| v["metrics"]["recall@3"] = json!(0.5)),
+        ),
+        (
+            "the reason",
+            &summary,
+            Box::new(|v| v["reason"] = json!("edited")),
+        ),
+        (
+            "a curve's tokens",
+            &curve,
+            Box::new(|v| v["points"][0]["tokens_mean"] = json!(1.0)),
+        ),
+        (
+            "a curve's CI",
+            &curve,
+            Box::new(|v| v["points"][1]["metrics_ci95"]["recall@10"][1] = json!(1.0)),
+        ),
+    ];
+    for (what, path, edit) in &edits {
+        edit_json(path, false, edit);
+        let name = path.file_name().unwrap().to_string_lossy();
+        let says = format!("{name}: a field outside `timing` is not what was written");
+        if *path == summary.as_path() {
+            let status = env.run(&["status", "--results", "r"]);
+            let text = String::from_utf8_lossy(&status.stdout);
+            assert!(
+                !status.status.success() && text.contains(&says),
+                "{what}: status: {text}"
+            );
+            let report = env.run(&["report", "--results", "r"]);
+            let err = String::from_utf8_lossy(&report.stderr);
+            assert!(
+                err.contains("cell not trusted, left out") && err.contains(&says),
+                "{what}: report: {err}"
+            );
+        }
+        let out = env.ok(&args);
+        assert!(
+            out.contains("not trusted") && out.contains(&says),
+            "{what}: {out}"
+        );
+        assert_eq!(fingerprint(&env, "r"), clean, "{what}: the same numbers");
+    }
+
+    // a cell whose status is edited away from `ok` (its key kept) still holds numbers, so it is
+    // not taken for a cell without numbers
+    for status in ["missing-inputs", "empty"] {
+        edit_json(&summary, false, |v| v["status"] = json!(status));
+        let says = format!("dense.summary.json: status `{status}` but it holds `queries`");
+        let st = env.run(&["status", "--results", "r"]);
+        let text = String::from_utf8_lossy(&st.stdout);
+        assert!(
+            !st.status.success() && text.contains(&says),
+            "{status}: status: {text}"
+        );
+        let out = env.ok(&args);
+        assert!(
+            out.contains(&says) && out.contains("1 computed"),
+            "{status}: {out}"
+        );
+        assert_eq!(fingerprint(&env, "r"), clean, "{status}: the same numbers");
+    }
 }
 
 #[test]

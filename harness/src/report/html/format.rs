@@ -60,17 +60,6 @@ pub(crate) fn ms(v: f64) -> String {
     format!("{v:.3}")
 }
 
-/// A status as `matrix.md` prints it.
-pub(crate) fn status(s: crate::store::summary::Status) -> &'static str {
-    use crate::store::summary::Status;
-    match s {
-        Status::Ok => "ok",
-        Status::MissingInputs => "missing-inputs",
-        Status::Error => "error",
-        Status::Empty => "empty",
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -98,7 +98,7 @@ pub(crate) fn indexed(cells: &[&CellSummary]) -> String {
 pub(crate) fn status_counts(cells: &[&CellSummary]) -> String {
     let mut n: BTreeMap<&str, usize> = BTreeMap::new();
     for c in cells {
-        *n.entry(format::status(c.status)).or_default() += 1;
+        *n.entry(c.status.name()).or_default() += 1;
     }
     ["ok", "missing-inputs", "error", "empty"]
         .iter()
@@ -334,7 +334,7 @@ fn row(c: &CellSummary, columns: &[(metrics::At, bool)], span: usize) -> String 
         "<tr data-row data-dataset=\"{}\" data-leg=\"{}\" data-status=\"{}\"{}>",
         esc(&c.dataset),
         esc(&c.leg),
-        format::status(c.status),
+        c.status.name(),
         if is_oracle(c) {
             " class=\"oracle\""
         } else {
@@ -347,7 +347,7 @@ fn row(c: &CellSummary, columns: &[(metrics::At, bool)], span: usize) -> String 
          <td data-col=\"status\" data-sort=\"{}\">{}</td>",
         esc(&c.leg),
         leg_label(c),
-        format::status(c.status),
+        c.status.name(),
         page::status(c.status)
     );
     s.push_str(&page::num_td(

@@ -226,7 +226,7 @@ pub(crate) fn num_td(col: &str, text: &str, sort: Option<f64>) -> String {
 
 /// A status badge (text and border style, not colour).
 pub(crate) fn status(s: crate::store::summary::Status) -> String {
-    let s = super::format::status(s);
+    let s = s.name();
     format!("<span class=\"status {s}\">{s}</span>")
 }
 
