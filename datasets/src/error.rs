@@ -82,6 +82,14 @@ pub enum Error {
         /// What went wrong.
         message: String,
     },
+    /// An input path names something that is not a regular file (a directory, a FIFO, ...).
+    #[error("{path}: is {what}, not a file")]
+    NotAFile {
+        /// The path.
+        path: PathBuf,
+        /// What is there instead.
+        what: &'static str,
+    },
     /// An error met before and kept, given again to each later caller: a part of an export
     /// read on demand whose read failed is not read again.
     #[error("{0}")]

@@ -20,6 +20,7 @@ pub mod hnsw;
 pub mod lexical;
 pub mod model;
 pub mod parquet_io;
+pub mod presence;
 pub mod protocol;
 pub mod rng;
 pub mod runfile;

@@ -81,7 +81,7 @@ fn guarded<T>(path: &Path, f: impl FnOnce() -> Result<T>) -> Result<T> {
 fn read_unguarded(path: &Path, names: Option<&[&str]>) -> Result<RecordBatch> {
     // one batch of every row: an export file is read whole (a million-chunk corpus's similarity
     // graph has some 10^7 edges)
-    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let file = crate::presence::open_file(path)?;
     let mut builder = ParquetRecordBatchReaderBuilder::try_new(file)
         .map_err(|e| Error::malformed(path, "parquet", e))?;
     if let Some(names) = names {
@@ -113,7 +113,7 @@ fn read_unguarded(path: &Path, names: Option<&[&str]>) -> Result<RecordBatch> {
 /// decoded).
 pub fn column_names(path: &Path) -> Result<Vec<String>> {
     guarded(path, || {
-        let file = File::open(path).map_err(|e| Error::io(path, e))?;
+        let file = crate::presence::open_file(path)?;
         let builder = ParquetRecordBatchReaderBuilder::try_new(file)
             .map_err(|e| Error::malformed(path, "parquet", e))?;
         Ok(builder
@@ -137,7 +137,7 @@ pub fn read_vectors(path: &Path, name: &str, dim: usize, rows: usize) -> Result<
 
 fn read_vectors_unguarded(path: &Path, name: &str, dim: usize, rows: usize) -> Result<Vec<f32>> {
     const BATCH_ROWS: usize = 1 << 14;
-    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let file = crate::presence::open_file(path)?;
     let builder = ParquetRecordBatchReaderBuilder::try_new(file)
         .map_err(|e| Error::malformed(path, "parquet", e))?;
     let Some(root) = builder
@@ -185,7 +185,7 @@ fn read_vectors_unguarded(path: &Path, name: &str, dim: usize, rows: usize) -> R
 }
 
 fn batch_reader(path: &Path) -> Result<parquet::arrow::arrow_reader::ParquetRecordBatchReader> {
-    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let file = crate::presence::open_file(path)?;
     ParquetRecordBatchReaderBuilder::try_new(file)
         .map_err(|e| Error::malformed(path, "parquet", e))?
         .with_batch_size(1 << 20)

@@ -21,7 +21,6 @@
 //! TREC files cannot hold white space in an id, so hopbench writes ids percent-encoded (`%` and
 //! white space only; see the harness's `trec.rs`); [`decode_id`] undoes it.
 
-use std::fs::File;
 use std::io::{BufReader, Read};
 use std::path::Path;
 
@@ -146,7 +145,7 @@ fn for_each_line(
     what: &str,
     each: &mut dyn FnMut(usize, &str) -> Result<()>,
 ) -> Result<()> {
-    let mut file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let mut file = crate::presence::open_file(path)?;
     let mut buf: Vec<u8> = Vec::new();
     let mut line = 0usize;
     let mut first = true;
@@ -237,6 +236,19 @@ fn read_trec(path: &Path, visit: &mut dyn FnMut(Record<'_>) -> Result<()>) -> Re
     })
 }
 
+/// A key of a JSON run written twice: query `query`, or its document `doc`.
+fn duplicate_key(path: &Path, query: &str, doc: Option<&str>) -> Error {
+    let what = match doc {
+        None => format!("query `{query}` is a key twice"),
+        Some(doc) => format!("document `{doc}` is a key twice in query `{query}`"),
+    };
+    Error::malformed(
+        path,
+        "JSON run",
+        format!("{what} (a JSON reader would keep only the last; write each key once)"),
+    )
+}
+
 fn read_json(path: &Path, visit: &mut dyn FnMut(Record<'_>) -> Result<()>) -> Result<()> {
     use serde::de::{DeserializeSeed, Deserializer, Error as _, MapAccess, Visitor};
     use std::fmt;
@@ -262,7 +274,14 @@ fn read_json(path: &Path, visit: &mut dyn FnMut(Record<'_>) -> Result<()>) -> Re
             f.write_str("an object {qid: {docid: score}}")
         }
         fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+            // JSON parsers keep the last of two equal keys (or merge them): a query written
+            // twice is refused, as a TREC line written twice is
+            let mut seen = std::collections::HashSet::new();
             while let Some(query) = map.next_key::<String>()? {
+                if !seen.insert(query.clone()) {
+                    *self.stash = Some(duplicate_key(self.path, &query, None));
+                    return Err(A::Error::custom("stopped"));
+                }
                 map.next_value_seed(Inner {
                     path: self.path,
                     query: &query,
@@ -285,7 +304,12 @@ fn read_json(path: &Path, visit: &mut dyn FnMut(Record<'_>) -> Result<()>) -> Re
             write!(f, "an object {{docid: score}} for query {:?}", self.query)
         }
         fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+            let mut seen = std::collections::HashSet::new();
             while let Some(doc) = map.next_key::<String>()? {
+                if seen.contains(&doc) {
+                    *self.stash = Some(duplicate_key(self.path, self.query, Some(&doc)));
+                    return Err(A::Error::custom("stopped"));
+                }
                 let raw: f64 = map.next_value()?;
                 let record = Record {
                     query: self.query,
@@ -306,6 +330,7 @@ fn read_json(path: &Path, visit: &mut dyn FnMut(Record<'_>) -> Result<()>) -> Re
                     *self.stash = Some(e);
                     return Err(A::Error::custom("stopped"));
                 }
+                seen.insert(doc);
             }
             Ok(())
         }
@@ -317,7 +342,7 @@ fn read_json(path: &Path, visit: &mut dyn FnMut(Record<'_>) -> Result<()>) -> Re
         }
     }
 
-    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let file = crate::presence::open_file(path)?;
     let mut de = serde_json::Deserializer::from_reader(BufReader::with_capacity(1 << 20, file));
     let mut stash: Stash = None;
     let parsed = Top {
@@ -464,7 +489,7 @@ pub fn decode_id(id: &str) -> Option<String> {
 
 /// The blake3 of a file's bytes (hex), read in steps, never whole.
 pub fn hash_file(path: &Path) -> Result<String> {
-    let mut file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let mut file = crate::presence::open_file(path)?;
     let mut h = blake3::Hasher::new();
     let mut buf = vec![0u8; 1 << 20];
     loop {
@@ -675,6 +700,32 @@ mod tests {
             e.contains("score") && e.contains("float64 or float32"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_json_key_written_twice_is_refused_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        for (text, says) in [
+            (
+                r#"{"q1": {"d1": 1}, "q2": {"d2": 2}, "q1": {"d3": 3}}"#,
+                "query `q1` is a key twice",
+            ),
+            (
+                r#"{"q1": {"d1": 1, "d2": 2, "d1": 3}}"#,
+                "document `d1` is a key twice in query `q1`",
+            ),
+        ] {
+            let p = write(dir.path(), "dup.json", text);
+            let e = collect(&p, RunFormat::Json).unwrap_err().to_string();
+            assert!(e.contains("dup.json") && e.contains(says), "{e}");
+        }
+        // the same document under two queries is not a repeat
+        let p = write(
+            dir.path(),
+            "ok.json",
+            r#"{"q1": {"d1": 1}, "q2": {"d1": 2}}"#,
+        );
+        assert_eq!(collect(&p, RunFormat::Json).unwrap().len(), 2);
     }
 
     #[test]

@@ -100,6 +100,37 @@ impl VectorFiles {
         out
     }
 
+    /// The files that are absent ([`files`](Self::files)), or an error for one that is not a
+    /// file, or for a `.npy` present without its ids file (its rows would have no ids: a
+    /// mistake in the data, not a dataset the user has not fetched).
+    pub fn absent(&self) -> Result<Vec<PathBuf>> {
+        let mut absent = Vec::new();
+        for (_, p) in self.sets() {
+            let here = crate::presence::file_present(p)?;
+            if !here {
+                absent.push(p.to_path_buf());
+            }
+            if is_npy(p) {
+                let ids = ids_file_of(p);
+                match crate::presence::file_present(&ids)? {
+                    true => {}
+                    false if here => {
+                        return Err(Error::Config {
+                            context: ids.display().to_string(),
+                            message: format!(
+                                "absent, while its vectors file {} is there (a .npy file's \
+                                 row ids are read from the .ids.txt file beside it)",
+                                p.display()
+                            ),
+                        })
+                    }
+                    false => absent.push(ids),
+                }
+            }
+        }
+        Ok(absent)
+    }
+
     /// Every file that is read: each vectors file and, for `.npy`, its ids file (all hashed into
     /// the export's input key).
     pub fn files(&self) -> Vec<PathBuf> {

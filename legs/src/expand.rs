@@ -54,6 +54,8 @@ impl Default for ExpanderParams {
 
 impl Checked for ExpanderParams {
     fn check(&self, c: &Check<'_>) -> Result<(), LegError> {
+        // no anchor links nothing: the rescore would be the base order
+        c.at_least("seed_top_k", self.seed_top_k, 1)?;
         c.non_negative("hop_weight", self.hop_weight as f64)?;
         c.non_negative("community_weight", self.community_weight as f64)?;
         c.non_negative("centrality_weight", self.centrality_weight as f64)

@@ -133,6 +133,15 @@ impl Checked for GateParams {
         c.at_least("agreement_k", self.agreement_k, 1)?;
         c.unit("low_agreement", self.low_agreement)?;
         c.unit("high_agreement", self.high_agreement)?;
+        if self.low_agreement > self.high_agreement {
+            return c.fail(
+                "low_agreement",
+                &format!(
+                    "must not be above `high_agreement` ({}), got {}",
+                    self.high_agreement, self.low_agreement
+                ),
+            );
+        }
         c.range("low_confidence", self.low_confidence, -1.0, 1.0)
     }
 }

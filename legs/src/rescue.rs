@@ -107,6 +107,8 @@ impl Default for Tail {
 
 impl Checked for Tail {
     fn check(&self, c: &Check<'_>) -> Result<(), LegError> {
+        // a rescue of no chunk is the base leg itself: run the base leg instead
+        c.at_least("rescue_cap", self.rescue_cap, 1)?;
         c.positive("rank_score_k", self.rank_score_k as f64)
     }
 }

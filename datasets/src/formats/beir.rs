@@ -17,7 +17,7 @@ use std::path::Path;
 use super::common::{read_records, CorpusBuilder, Ctx, SeenIds};
 use super::qrels::Judgements;
 use super::{Format, Role};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::model::{Passage, Question, RawDataset};
 use crate::protocol::Protocol;
 
@@ -44,16 +44,20 @@ pub fn read(corpus: &Path, queries: &Path, qrels: &Path) -> Result<RawDataset> {
             None => String::new(),
         };
         let text = root.get("text")?.string()?;
-        builder.push(
-            corpus,
-            Passage {
-                doc: Some(id.clone()),
-                id,
-                title,
-                text,
-                header: None,
-            },
-        )?;
+        let passage = Passage {
+            doc: Some(id.clone()),
+            id,
+            title,
+            text,
+            header: None,
+        };
+        // the id is the record's `_id`: name the field, as a repeated query id does
+        builder.push(corpus, passage).map_err(|e| match e {
+            Error::DuplicatePassage { id, .. } => {
+                ctx.field_err("_id", format!("duplicate passage id {id:?}"))
+            }
+            e => e,
+        })?;
     }
     builder.require_some(corpus)?;
     let mut all: Vec<Question> = Vec::new();
@@ -86,7 +90,6 @@ pub fn read_dir(dir: &Path, split: &str) -> Result<RawDataset> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::Error;
     use std::path::PathBuf;
 
     fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
@@ -250,7 +253,8 @@ mod tests {
         );
         let e = read(&bad, &q, &r).unwrap_err();
         assert!(
-            matches!(&e, Error::DuplicatePassage { id, path } if id == "d2" && path == &bad),
+            matches!(&e, Error::Field { field, path, message, .. }
+                if field == "_id" && path == &bad && message.contains("\"d2\"")),
             "{e}"
         );
     }

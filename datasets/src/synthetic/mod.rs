@@ -151,52 +151,74 @@ impl SyntheticConfig {
         [c[0], c[1], c[2]]
     }
 
-    /// Check the values are in range ([`Error::Config`] otherwise).
+    /// Check the values are in range ([`Error::Config`] otherwise, its context the dotted
+    /// key at fault: `synthetic.entities`).
     pub fn validate(&self) -> Result<()> {
-        let bad = |message: String| {
+        let bad = |field: &str, message: String| {
             Err(Error::Config {
-                context: "synthetic dataset config".into(),
+                context: format!("synthetic.{field}"),
                 message,
             })
         };
         if self.entities < Self::MIN_ENTITIES {
-            return bad(format!(
-                "entities = {} is below the minimum of {}",
-                self.entities,
-                Self::MIN_ENTITIES
-            ));
+            return bad(
+                "entities",
+                format!(
+                    "entities = {} is below the minimum of {}",
+                    self.entities,
+                    Self::MIN_ENTITIES
+                ),
+            );
         }
         if self.passages() > Self::MAX_PASSAGES {
-            return bad(format!(
-                "entities x (1 + distractors_per_entity) = {} passages exceeds {}",
-                self.passages(),
-                Self::MAX_PASSAGES
-            ));
+            // the larger factor of the product is the one to lower
+            let field = if self.distractors_per_entity.saturating_add(1) > self.entities {
+                "distractors_per_entity"
+            } else {
+                "entities"
+            };
+            return bad(
+                field,
+                format!(
+                    "entities x (1 + distractors_per_entity) = {} passages exceeds {}",
+                    self.passages(),
+                    Self::MAX_PASSAGES
+                ),
+            );
         }
         if self.questions == 0 || self.questions > Self::MAX_QUESTIONS {
-            return bad(format!(
-                "questions = {} must be in 1..={}",
-                self.questions,
-                Self::MAX_QUESTIONS
-            ));
+            return bad(
+                "questions",
+                format!(
+                    "questions = {} must be in 1..={}",
+                    self.questions,
+                    Self::MAX_QUESTIONS
+                ),
+            );
         }
         if self.questions > self.entities / 2 {
-            return bad(format!(
+            return bad(
+                "questions",
+                format!(
                 "questions = {} needs at least {} entities (every question starts at a distinct \
                  entity); entities = {}",
                 self.questions,
                 2 * self.questions,
                 self.entities
-            ));
+            ),
+            );
         }
         if self.confusable_percent > 90 {
-            return bad(format!(
-                "confusable_percent = {} must be at most 90",
-                self.confusable_percent
-            ));
+            return bad(
+                "confusable_percent",
+                format!(
+                    "confusable_percent = {} must be at most 90",
+                    self.confusable_percent
+                ),
+            );
         }
         if self.hop_mix.iter().all(|&w| w == 0) {
-            return bad("hop_mix must have a non-zero weight".into());
+            return bad("hop_mix", "hop_mix must have a non-zero weight".into());
         }
         Ok(())
     }
@@ -216,7 +238,7 @@ pub fn try_generate(cfg: &SyntheticConfig) -> Result<RawDataset> {
     let ds = build(cfg);
     if ds.questions.len() < cfg.questions {
         return Err(Error::Config {
-            context: "synthetic dataset config".into(),
+            context: "synthetic.questions".into(),
             message: format!(
                 "a world of {} entities supports only {} of the {} requested questions with \
                  distinct start entities; raise entities or lower questions",

@@ -671,7 +671,7 @@ pub fn write_per_query(path: &Path, e: &Evaluated) -> Result<()> {
         ),
     };
     crate::store::fsx::write_atomic(path, text.as_bytes())
-        .with_context(|| format!("writing {}", path.display()))
+        .with_context(|| format!("--per-query {}: cannot write", path.display()))
 }
 
 #[cfg(test)]

@@ -34,7 +34,7 @@ impl Command for Datasets {
         }
         for (name, spec) in &campaign.datasets {
             let status =
-                crate::pipeline::data::availability(campaign, name, s.data.data_dir.as_deref());
+                crate::pipeline::data::availability(campaign, name, s.data.data_dir.as_deref())?;
             // what it indexes per passage (validated when the campaign loaded)
             let indexed = crate::pipeline::protocol::label(campaign.protocol(name), None);
             let own = spec

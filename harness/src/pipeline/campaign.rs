@@ -14,6 +14,8 @@ use hopbench_datasets::export::PrepareConfig;
 use hopbench_datasets::formats::{self, Format};
 use hopbench_datasets::synthetic::SyntheticConfig;
 use hopbench_legs::registry::LegSpec;
+
+use crate::pipeline::yaml;
 use serde::{Deserialize, Serialize};
 
 /// The default campaign, compiled in from the repository root.
@@ -414,8 +416,12 @@ impl Campaign {
 
     /// Parses a campaign; `origin` names the file in errors.
     pub fn parse(text: &str, origin: &str) -> Result<Campaign> {
-        let mut c: Campaign =
-            serde_saphyr::from_str(text).with_context(|| format!("{origin}: invalid campaign"))?;
+        let mut c: Campaign = serde_saphyr::from_str_with_options(text, yaml::options())
+            .with_context(|| format!("{origin}: invalid campaign"))?;
+        let typed = serde_json::to_value(&c).context("campaign as JSON")?;
+        yaml::refuse_quoted_scalars(text, &typed)
+            .map_err(|e| anyhow::anyhow!(e))
+            .with_context(|| format!("{origin}: invalid campaign"))?;
         c.datasets = crate::pipeline::chunking::expand(
             std::mem::take(&mut c.datasets),
             |d| d.chunking.as_ref(),
@@ -478,8 +484,22 @@ impl Campaign {
                 bail!("field `{key}`: must name a directory, got an empty string");
             }
         }
-        if self.run.limit == Some(0) {
-            bail!("field `run.limit`: must be at least 1, got 0");
+        // a campaign of nothing would exit 0 having run nothing
+        for (key, empty) in [
+            ("datasets", self.datasets.is_empty()),
+            ("legs", self.legs.is_empty()),
+        ] {
+            if empty {
+                bail!("field `{key}`: names none; a campaign needs at least one");
+            }
+        }
+        for (key, value) in [
+            ("run.limit", self.run.limit),
+            ("run.threads", self.run.threads),
+        ] {
+            if value == Some(0) {
+                bail!("field `{key}`: must be at least 1, got 0");
+            }
         }
         let bm25 = &self.prepare.bm25;
         if !(bm25.k1.is_finite() && bm25.k1 > 0.0) {
@@ -582,7 +602,7 @@ impl Campaign {
             }
             if let Some(cfg) = &d.synthetic {
                 cfg.validate()
-                    .map_err(|e| anyhow::anyhow!("datasets.{name}: field `synthetic`: {e}"))?;
+                    .map_err(|e| anyhow::anyhow!("datasets.{name}.{e}"))?;
             }
             if !d.pool.is_empty() && d.format != DatasetFormat::Pool {
                 bail!("datasets.{name}: field `pool`: only for format pool");
@@ -691,20 +711,20 @@ mod tests {
 
     #[test]
     fn unknown_keys_are_errors_naming_the_field() {
-        let text = "datasets: {}\nlegs: {}\nbudgetz: [1]\n";
+        let text = "datasets: {s: {format: synthetic}}\nlegs: {b: {kind: bm25}}\nbudgetz: [1]\n";
         let e = format!("{:#}", Campaign::parse(text, "c.yaml").unwrap_err());
         assert!(e.contains("c.yaml") && e.contains("budgetz"), "{e}");
-        let text = "datasets: {}\nlegs: {d: {kind: dense, pool: 3}}\n";
+        let text = "datasets: {s: {format: synthetic}}\nlegs: {d: {kind: dense, pool: 3}}\n";
         let e = format!("{:#}", Campaign::parse(text, "c.yaml").unwrap_err());
         assert!(e.contains("pool"), "{e}");
     }
 
     #[test]
     fn pools_and_names_are_checked() {
-        let text = "datasets: {p: {format: pool, pool: [a, b]}}\nlegs: {}\n";
+        let text = "datasets: {p: {format: pool, pool: [a, b]}}\nlegs: {b: {kind: bm25}}\n";
         assert!(format!("{:#}", Campaign::parse(text, "c").unwrap_err())
             .contains("unknown dataset `a`"));
-        let text = "datasets: {'a b': {format: synthetic}}\nlegs: {}\n";
+        let text = "datasets: {'a b': {format: synthetic}}\nlegs: {b: {kind: bm25}}\n";
         assert!(Campaign::parse(text, "c").is_err());
     }
 
@@ -730,10 +750,13 @@ mod tests {
             ),
         ] {
             let e = parse_err(&format!(
-                "datasets: {{s: {{format: synthetic, synthetic: {{{cfg}}}}}}}\nlegs: {{}}\n"
+                "datasets: {{s: {{format: synthetic, synthetic: {{{cfg}}}}}}}\nlegs: {{b: {{kind: bm25}}}}\n"
             ));
             assert!(
-                e.contains("datasets.s: field `synthetic`") && e.contains(says),
+                e.contains(&format!(
+                    "datasets.s.synthetic.{}: ",
+                    cfg.split(':').next().unwrap()
+                )) && e.contains(says),
                 "{cfg}: {e}"
             );
         }
@@ -743,7 +766,7 @@ mod tests {
     fn prepare_and_stats_values_are_range_checked_at_load() {
         let with = |extra: &str| {
             parse_err(&format!(
-                "{extra}\ndatasets: {{s: {{format: synthetic}}}}\nlegs: {{}}\n"
+                "{extra}\ndatasets: {{s: {{format: synthetic}}}}\nlegs: {{b: {{kind: bm25}}}}\n"
             ))
         };
         for (extra, key, got) in [
@@ -791,7 +814,7 @@ mod tests {
             );
         }
         // the boundaries themselves are allowed
-        let ok = "prepare: {bm25: {k1: 0.1, b: 0}}\nstats: {resamples: 100, permutations: 100, seed: 1}\ndatasets: {s: {format: synthetic}}\nlegs: {}\n";
+        let ok = "prepare: {bm25: {k1: 0.1, b: 0}}\nstats: {resamples: 100, permutations: 100, seed: 1}\ndatasets: {s: {format: synthetic}}\nlegs: {b: {kind: bm25}}\n";
         Campaign::parse(ok, "c.yaml").unwrap();
     }
 
@@ -811,7 +834,7 @@ mod tests {
 
     #[test]
     fn dialogues_parse_and_are_checked() {
-        let ok = "datasets:\n  s: {format: synthetic}\n  m: {format: musique, files: {questions: q.json}}\n  p: {format: pool, pool: [s, m], context_header: title}\n  sd: {format: dialogues, derive_from: s}\n  pd: {format: dialogues, derive_from: p}\nlegs: {}\n";
+        let ok = "datasets:\n  s: {format: synthetic}\n  m: {format: musique, files: {questions: q.json}}\n  p: {format: pool, pool: [s, m], context_header: title}\n  sd: {format: dialogues, derive_from: s}\n  pd: {format: dialogues, derive_from: p}\nlegs: {b: {kind: bm25}}\n";
         let c = Campaign::parse(ok, "c.yaml").unwrap();
         assert_eq!(c.datasets["sd"].derive_from.as_deref(), Some("s"));
         assert_eq!(c.datasets["pd"].format, DatasetFormat::Dialogues);
@@ -858,7 +881,7 @@ mod tests {
             ),
         ];
         for (entry, want) in cases {
-            let e = parse_err(&format!("{head}{entry}legs: {{}}\n"));
+            let e = parse_err(&format!("{head}{entry}legs: {{b: {{kind: bm25}}}}\n"));
             assert!(e.contains("c.yaml") && e.contains(want), "{entry}: {e}");
         }
     }
@@ -910,7 +933,9 @@ mod tests {
             ),
         ];
         for (entry, want) in cases {
-            let e = parse_err(&format!("datasets:\n  {entry}\nlegs: {{}}\n"));
+            let e = parse_err(&format!(
+                "datasets:\n  {entry}\nlegs: {{b: {{kind: bm25}}}}\n"
+            ));
             assert!(e.contains("c.yaml") && e.contains(want), "{entry}: {e}");
         }
         // every shape the formats accept
@@ -920,7 +945,7 @@ mod tests {
   r: {format: mtrag, files: {reference: r.jsonl, qrels: a.tsv}}
   s: {format: mtrag, files: {reference: r.jsonl, qrels: [a.tsv, b.tsv]}}
   b: {format: beir, files: {corpus: c.jsonl, queries: q.jsonl, qrels: t.tsv}}
-legs: {}
+legs: {b: {kind: bm25}}
 ";
         Campaign::parse(ok, "c.yaml").unwrap();
     }
@@ -951,7 +976,7 @@ legs: {}
             assert_eq!(format!("{f:?}"), f.name());
             assert_eq!(f.to_string(), f.name());
         }
-        let e = parse_err("datasets: {x: {format: hotpot}}\nlegs: {}\n");
+        let e = parse_err("datasets: {x: {format: hotpot}}\nlegs: {b: {kind: bm25}}\n");
         assert!(
             e.contains("unknown format `hotpot`") && e.contains("hotpotqa, twowiki"),
             "{e}"
@@ -963,7 +988,7 @@ legs: {}
     #[test]
     fn a_chunking_axis_becomes_one_dataset_per_setting() {
         let text = format!(
-            "datasets:\n  docs: {{format: documents, {DOCS}, chunking: {{size: [256, 512], overlap: [0, 64]}}}}\n  named: {{format: documents, {DOCS}, chunking: {{small: {{size: 128, unit: chars}}, large: {{size: 512}}}}}}\n  whole: {{format: documents, {DOCS}}}\n  s: {{format: synthetic}}\nlegs: {{}}\n"
+            "datasets:\n  docs: {{format: documents, {DOCS}, chunking: {{size: [256, 512], overlap: [0, 64]}}}}\n  named: {{format: documents, {DOCS}, chunking: {{small: {{size: 128, unit: chars}}, large: {{size: 512}}}}}}\n  whole: {{format: documents, {DOCS}}}\n  s: {{format: synthetic}}\nlegs: {{b: {{kind: bm25}}}}\n"
         );
         let c = Campaign::parse(&text, "c.yaml").unwrap();
         let names: Vec<&str> = c.datasets.keys().map(String::as_str).collect();
@@ -1059,7 +1084,7 @@ legs: {}
                 "datasets.d: files.queries: required by format documents",
             ),
         ] {
-            let e = parse_err(&format!("datasets:\n  {entry}\nlegs: {{}}\n"));
+            let e = parse_err(&format!("datasets:\n  {entry}\nlegs: {{b: {{kind: bm25}}}}\n"));
             assert!(e.contains("c.yaml") && e.contains(want), "{entry}: {e}");
         }
     }

@@ -62,51 +62,56 @@ pub fn needs_files(campaign: &Campaign, name: &str) -> bool {
     }
 }
 
+/// What resolving a dataset's inputs gives: the inputs, or (inner `Err`) the reason they are
+/// unavailable, which makes the dataset `missing-inputs`. The outer error is a path that is
+/// there but is not a file ([`hopbench_datasets::presence`]): a mistake to stop on.
+type Resolved<T> = Result<Result<T, String>>;
+
 /// Raw file paths of a (non-pool) dataset by role, or the reason they are unavailable.
 fn resolve_files(
     spec: &DatasetSpec,
     data_dir: Option<&Path>,
-) -> Result<BTreeMap<String, Vec<PathBuf>>, String> {
+) -> Resolved<BTreeMap<String, Vec<PathBuf>>> {
     if spec.files.is_empty() {
-        return Ok(BTreeMap::new());
+        return Ok(Ok(BTreeMap::new()));
     }
     let Some(dir) = data_dir else {
-        return Err("no data directory: give --data-dir DIR or set HOPBENCH_DATA".into());
+        return Ok(Err(
+            "no data directory: give --data-dir DIR or set HOPBENCH_DATA".into(),
+        ));
     };
     let mut out = BTreeMap::new();
     let mut absent = Vec::new();
     for (role, list) in &spec.files {
         let paths: Vec<PathBuf> = list.paths().iter().map(|p| dir.join(p)).collect();
-        absent.extend(
-            paths
-                .iter()
-                .filter(|p| !p.is_file())
-                .map(|p| p.display().to_string()),
-        );
+        for p in &paths {
+            if !hopbench_datasets::presence::file_present(p)
+                .with_context(|| format!("field `files.{role}`"))?
+            {
+                absent.push(p.display().to_string());
+            }
+        }
         out.insert(role.clone(), paths);
     }
-    if absent.is_empty() {
+    Ok(if absent.is_empty() {
         Ok(out)
     } else {
         Err(format!("raw files absent: {}", absent.join(", ")))
-    }
+    })
 }
 
 /// The dataset's own vectors files resolved under the data directory (`None` without a
 /// `vectors:` group), or the reason they are unavailable (absent files make the dataset
 /// `missing-inputs`, like absent raw files).
-fn resolve_vectors(
-    spec: &DatasetSpec,
-    data_dir: Option<&Path>,
-) -> Result<Option<VectorFiles>, String> {
+fn resolve_vectors(spec: &DatasetSpec, data_dir: Option<&Path>) -> Resolved<Option<VectorFiles>> {
     let Some(v) = &spec.vectors else {
-        return Ok(None);
+        return Ok(Ok(None));
     };
     let Some(dir) = data_dir else {
-        return Err(
+        return Ok(Err(
             "no data directory for the `vectors:` files: give --data-dir DIR or set HOPBENCH_DATA"
                 .into(),
-        );
+        ));
     };
     let files = VectorFiles {
         model: v.model.clone(),
@@ -116,16 +121,16 @@ fn resolve_vectors(
         subqueries: v.subqueries.as_ref().map(|p| dir.join(p)),
     };
     let absent: Vec<String> = files
-        .files()
+        .absent()
+        .context("field `vectors`")?
         .iter()
-        .filter(|p| !p.is_file())
         .map(|p| p.display().to_string())
         .collect();
-    if absent.is_empty() {
+    Ok(if absent.is_empty() {
         Ok(Some(files))
     } else {
         Err(format!("vectors files absent: {}", absent.join(", ")))
-    }
+    })
 }
 
 /// The `derive_from` dataset of a dialogues dataset (validated when the campaign is parsed).
@@ -147,22 +152,40 @@ fn member_names(campaign: &Campaign, name: &str) -> Vec<String> {
     }
 }
 
-/// One line on whether a dataset can be prepared.
-pub fn availability(campaign: &Campaign, name: &str, data_dir: Option<&Path>) -> String {
+/// One line on whether a dataset can be prepared (an error for an input that is not a file).
+pub fn availability(campaign: &Campaign, name: &str, data_dir: Option<&Path>) -> Result<String> {
     for m in member_names(campaign, name) {
-        if let Err(reason) = resolve_files(&campaign.datasets[&m], data_dir) {
-            return format!("missing: {reason}");
+        if let Err(reason) = resolve_files(&campaign.datasets[&m], data_dir)
+            .with_context(|| format!("datasets.{m}"))?
+        {
+            return Ok(format!("missing: {reason}"));
         }
     }
-    if let Err(reason) = resolve_vectors(&campaign.datasets[name], data_dir) {
-        return format!("missing: {reason}");
+    if let Err(reason) = resolve_vectors(&campaign.datasets[name], data_dir)
+        .with_context(|| format!("datasets.{name}"))?
+    {
+        return Ok(format!("missing: {reason}"));
     }
-    "available".into()
+    Ok("available".into())
 }
 
 /// The model's tokenizer file, which `chunking: {unit: tokens}` sizes chunks with.
 fn tokenizer_file(s: &DataSettings) -> PathBuf {
     s.model_dir.join("tokenizer.json")
+}
+
+/// Refuses chunks sized in tokens under the hashing model, which has no tokenizer to count
+/// them with (before the missing `tokenizer.json` is looked for, so the message names the
+/// setting rather than the file).
+fn check_tokenizer(name: &str, spec: &DatasetSpec, s: &DataSettings) -> Result<()> {
+    if chunks_in_tokens(spec) && embed::is_hashing_model(&s.model_dir) {
+        anyhow::bail!(
+            "datasets.{name}: field `chunking`: `unit: tokens` counts in the model's \
+             tokenizer, and `{}` has none: use `unit: chars`, or a model directory",
+            embed::HASHING_MODEL
+        );
+    }
+    Ok(())
 }
 
 /// Whether dataset `spec` is chunked in the model's tokens (its export then depends on the
@@ -185,7 +208,7 @@ fn read_raw(
     let read = match spec.format {
         DatasetFormat::Synthetic => {
             synthetic::try_generate(&spec.synthetic.clone().unwrap_or_default())
-                .with_context(|| format!("datasets.{name}: field `synthetic`"))?
+                .map_err(|e| anyhow::anyhow!("datasets.{name}.{e}"))?
                 .into()
         }
         DatasetFormat::Raw(format) => {
@@ -193,13 +216,7 @@ fn read_raw(
             let files = Files::new(format, files.clone())
                 .map_err(|e| anyhow::anyhow!("datasets.{name}: {e}"))?;
             if format.name() == documents::FORMAT.name {
-                if chunks_in_tokens(spec) && embed::is_hashing_model(&s.model_dir) {
-                    anyhow::bail!(
-                        "datasets.{name}: field `chunking`: `unit: tokens` counts in the model's \
-                         tokenizer, and `{}` has none: use `unit: chars`, or a model directory",
-                        embed::HASHING_MODEL
-                    );
-                }
+                check_tokenizer(name, spec, s)?;
                 let chunker = match spec.chunking.as_ref().and_then(|c| c.one()) {
                     None => Chunker::whole(),
                     Some(c) => Chunker::new(
@@ -266,19 +283,28 @@ fn members_of(
     campaign: &Campaign,
     name: &str,
     s: &DataSettings,
-) -> Result<(Vec<String>, Vec<BTreeMap<String, Vec<PathBuf>>>), String> {
+) -> Resolved<(Vec<String>, Vec<BTreeMap<String, Vec<PathBuf>>>)> {
     let members = member_names(campaign, name);
-    let files = members
-        .iter()
-        .map(|m| resolve_files(&campaign.datasets[m], s.data_dir.as_deref()))
-        .collect::<Result<Vec<_>, String>>()?;
-    resolve_vectors(&campaign.datasets[name], s.data_dir.as_deref())?;
-    Ok((members, files))
+    let mut files = Vec::new();
+    for m in &members {
+        match resolve_files(&campaign.datasets[m], s.data_dir.as_deref())
+            .with_context(|| format!("datasets.{m}"))?
+        {
+            Ok(f) => files.push(f),
+            Err(reason) => return Ok(Err(reason)),
+        }
+    }
+    if let Err(reason) = resolve_vectors(&campaign.datasets[name], s.data_dir.as_deref())
+        .with_context(|| format!("datasets.{name}"))?
+    {
+        return Ok(Err(reason));
+    }
+    Ok(Ok((members, files)))
 }
 
 /// Reads dataset `name`'s raw files (no export): for benchmarks and checks.
 pub fn read_dataset(campaign: &Campaign, name: &str, s: &DataSettings) -> Result<RawDataset> {
-    let (members, files) = members_of(campaign, name, s)
+    let (members, files) = members_of(campaign, name, s)?
         .map_err(anyhow::Error::msg)
         .with_context(|| format!("dataset {name}"))?;
     Ok(read_members(campaign, name, &members, &files, s)?.raw)
@@ -325,6 +351,9 @@ fn source(
         .collect();
     // chunks sized in tokens are the tokenizer's as much as the raw files': a changed
     // tokenizer.json (the model id hashes the weights only) re-prepares the export
+    for m in members {
+        check_tokenizer(m, &campaign.datasets[m], s)?;
+    }
     if members
         .iter()
         .any(|m| chunks_in_tokens(&campaign.datasets[m]))
@@ -344,7 +373,7 @@ fn source(
         // `derive_from`, already keeps its key apart from the source's)
         extra: extra_identity(campaign, spec, members),
         protocol,
-        vectors: resolve_vectors(spec, s.data_dir.as_deref()).map_err(anyhow::Error::msg)?,
+        vectors: resolve_vectors(spec, s.data_dir.as_deref())?.map_err(anyhow::Error::msg)?,
     })
 }
 
@@ -404,7 +433,7 @@ pub fn embed_part(
     shard: crate::cluster::shard::Shard,
     progress: bool,
 ) -> Result<PartOutcome> {
-    let (members, member_files) = match members_of(campaign, name, s) {
+    let (members, member_files) = match members_of(campaign, name, s)? {
         Ok(x) => x,
         Err(reason) => return Ok(PartOutcome::Missing(reason)),
     };
@@ -491,7 +520,7 @@ pub fn open(
     s: &DataSettings,
     progress: bool,
 ) -> Result<DatasetState> {
-    let (members, member_files) = match members_of(campaign, name, s) {
+    let (members, member_files) = match members_of(campaign, name, s)? {
         Ok(x) => x,
         Err(reason) => return Ok(DatasetState::Missing(reason)),
     };
@@ -625,7 +654,7 @@ pub fn open_head(
     name: &str,
     s: &DataSettings,
 ) -> Result<Option<export::ExportHead>> {
-    let Ok((members, member_files)) = members_of(campaign, name, s) else {
+    let Ok((members, member_files)) = members_of(campaign, name, s)? else {
         return Ok(None);
     };
     let source = source(campaign, name, &members, &member_files, s)?;
@@ -653,7 +682,7 @@ mod tests {
   sd: {format: dialogues, derive_from: s}
   md: {format: dialogues, derive_from: m}
   pd: {format: dialogues, derive_from: p}
-legs: {}
+legs: {b: {kind: bm25}}
 ",
             "test",
         )
@@ -685,21 +714,23 @@ legs: {}
         std::fs::write(dir.path().join("m/q.json"), "[]").unwrap();
         let data = Some(dir.path());
         // a missing source file makes the derived dataset missing, naming the file
-        let status = availability(&c, "md", data);
+        let status = availability(&c, "md", data).unwrap();
         assert!(
             status.starts_with("missing:") && status.contains("c.json"),
             "{status}"
         );
-        assert!(availability(&c, "md", None).starts_with("missing:"));
-        assert_eq!(availability(&c, "sd", None), "available");
+        assert!(availability(&c, "md", None)
+            .unwrap()
+            .starts_with("missing:"));
+        assert_eq!(availability(&c, "sd", None).unwrap(), "available");
         std::fs::write(dir.path().join("m/c.json"), "[]").unwrap();
-        assert_eq!(availability(&c, "md", data), "available");
-        assert!(availability(&c, "pd", data).contains("h/q.json"));
+        assert_eq!(availability(&c, "md", data).unwrap(), "available");
+        assert!(availability(&c, "pd", data).unwrap().contains("h/q.json"));
         // the derived dataset's files are the source's files
         let s = settings(data.map(Path::to_path_buf));
-        let (members, files) = members_of(&c, "md", &s).unwrap();
+        let (members, files) = members_of(&c, "md", &s).unwrap().unwrap();
         assert_eq!(members, ["m"]);
-        assert_eq!(files, members_of(&c, "m", &s).unwrap().1);
+        assert_eq!(files, members_of(&c, "m", &s).unwrap().unwrap().1);
         // an empty musique set is refused, naming its files, before anything is derived
         let e = format!("{:#}", read_dataset(&c, "md", &s).unwrap_err());
         assert!(e.contains("c.json") && e.contains("no passages"), "{e}");
@@ -736,7 +767,7 @@ legs: {}
         }
         let s = settings(Some(dir.path().to_path_buf()));
         let source_of = |name: &str| {
-            let (members, files) = members_of(&c, name, &s).unwrap();
+            let (members, files) = members_of(&c, name, &s).unwrap().unwrap();
             source(&c, name, &members, &files, &s).unwrap()
         };
         let m = source_of("m");
@@ -777,7 +808,7 @@ legs: {}
   docs: {format: documents, files: {documents: d.jsonl, queries: q.jsonl, qrels: r.txt}, chunking: {size: [64, 128], unit: tokens}}
   chars: {format: documents, files: {documents: d.jsonl, queries: q.jsonl, qrels: r.txt}, chunking: {size: 64, unit: chars}}
   whole: {format: documents, files: {documents: d.jsonl, queries: q.jsonl, qrels: r.txt}}
-legs: {}
+legs: {b: {kind: bm25}}
 ",
             "test",
         )
@@ -789,7 +820,7 @@ legs: {}
         let mut s = settings(Some(dir.path().to_path_buf()));
         s.model_dir = dir.path().join("model");
         let source_of = |name: &str| {
-            let (members, files) = members_of(&c, name, &s).unwrap();
+            let (members, files) = members_of(&c, name, &s).unwrap().unwrap();
             source(&c, name, &members, &files, &s).unwrap()
         };
         let (a, b) = (

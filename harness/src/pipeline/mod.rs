@@ -12,3 +12,4 @@ pub mod matrix;
 pub mod progress;
 pub mod protocol;
 pub mod settings;
+pub mod yaml;

@@ -151,7 +151,10 @@ mod tests {
     use crate::pipeline::campaign::Campaign;
 
     fn campaign(datasets: &str) -> anyhow::Result<Campaign> {
-        Campaign::parse(&format!("datasets:\n{datasets}legs: {{}}\n"), "test")
+        Campaign::parse(
+            &format!("datasets:\n{datasets}legs: {{b: {{kind: bm25}}}}\n"),
+            "test",
+        )
     }
 
     #[test]

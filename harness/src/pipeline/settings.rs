@@ -466,7 +466,8 @@ mod tests {
     fn unknown_pinned_names_and_keys_are_errors() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("c.yaml");
-        let text = "run: {legs: [nope]}\ndatasets: {}\nlegs: {a: {kind: dense}}\n";
+        let text =
+            "run: {legs: [nope]}\ndatasets: {s: {format: synthetic}}\nlegs: {a: {kind: dense}}\n";
         std::fs::write(&path, text).unwrap();
         let e = Settings::resolve(&Overrides {
             campaign: Some(path.clone()),
@@ -475,7 +476,11 @@ mod tests {
         })
         .unwrap_err();
         assert!(format!("{e:#}").contains("unknown leg `nope`"), "{e:#}");
-        std::fs::write(&path, "run: {thread: 2}\ndatasets: {}\nlegs: {}\n").unwrap();
+        std::fs::write(
+            &path,
+            "run: {thread: 2}\ndatasets: {s: {format: synthetic}}\nlegs: {b: {kind: bm25}}\n",
+        )
+        .unwrap();
         let e = Settings::resolve(&Overrides {
             campaign: Some(path),
             ..Overrides::default()

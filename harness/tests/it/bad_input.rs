@@ -44,6 +44,11 @@ const ZERO_BYTES: &str =
 /// Placeholder a fixture puts where a non-finite literal goes (JSON has none).
 const MARK: &str = "@NON-FINITE@";
 
+/// A file's bytes that make the case write a directory at its path instead of a file.
+const A_DIRECTORY: &[u8] = b"@DIRECTORY@";
+/// A file's bytes that make the case write a FIFO (named pipe) at its path.
+const A_FIFO: &[u8] = b"@FIFO@";
+
 // ---------------------------------------------------------------------------------------------
 // cases
 
@@ -615,6 +620,16 @@ fn beir_cases(t: &mut Table) {
     let (c, q, qrels) = ("corpus.jsonl", "queries.jsonl", "test.tsv");
     t.raw_control(beir_ok());
     t.raw(
+        "corpus path is a directory",
+        beir_ok().set("corpus", A_DIRECTORY),
+        &[c, "is a directory", "files.corpus"],
+    );
+    t.raw(
+        "queries path is a FIFO",
+        beir_ok().set("queries", A_FIFO),
+        &[q, "FIFO", "files.queries"],
+    );
+    t.raw(
         "truncated corpus JSONL (last line cut)",
         beir_ok().edit("corpus", cut_last_line),
         &[c, "line 3"],
@@ -673,7 +688,7 @@ fn beir_cases(t: &mut Table) {
     t.raw(
         "duplicate passage id",
         beir(|c, _, _| c[2]["_id"] = json!("d2")),
-        &[c, "duplicate", "d2"],
+        &[c, "`_id`", "duplicate", "d2"],
     );
     t.raw(
         "gold not in corpus",
@@ -948,6 +963,82 @@ fn campaign_cases(t: &mut Table) {
         &[f, "run.threads"],
     );
     t.campaign(
+        "`run.threads: 0` (refused when the campaign loads)",
+        with_top("run: {threads: 0}\n"),
+        Cmd::Prepare,
+        &[f, "run.threads", "at least 1"],
+    );
+    t.campaign(
+        "`legs: {}` (a run of nothing)",
+        with_legs("").replace("legs:\n", "legs: {}\n"),
+        Cmd::Prepare,
+        &[f, "field `legs`", "names none"],
+    );
+    t.campaign(
+        "`datasets: {}` (a run of nothing)",
+        campaign("", "", DEFAULT_LEGS).replace("datasets:\n", "datasets: {}\n"),
+        Cmd::Prepare,
+        &[f, "field `datasets`", "names none"],
+    );
+    t.campaign(
+        "`prepare.bm25.k1: \"0.9\"` (a number in quotes)",
+        with_top("prepare: {bm25: {k1: \"0.9\", b: 0.4}}\n"),
+        Cmd::Prepare,
+        &[f, "prepare.bm25.k1", "in quotes"],
+    );
+    t.campaign(
+        "leg `pool_k: '5'` (a number in quotes)",
+        with_legs("  myleg: {kind: bm25, pool_k: '5'}\n"),
+        Cmd::Prepare,
+        &[f, "line 9", "pool_k", "string \"5\""],
+    );
+    t.campaign(
+        "`run.force: \"true\"` (a boolean in quotes)",
+        with_top("run: {force: \"true\"}\n"),
+        Cmd::Prepare,
+        &[f, "run.force", "in quotes"],
+    );
+    t.campaign(
+        "a custom YAML tag on a value",
+        with_top("prepare: {bm25: {k1: !secret 0.9, b: 0.4}}\n"),
+        Cmd::Prepare,
+        &[f, "secret|tag"],
+    );
+    t.campaign(
+        "`alpha: 5` (a derived seed above a named one)",
+        with_legs("  myleg: {kind: graph_rescue, alpha: 5}\n"),
+        Cmd::Prepare,
+        &[f, "myleg", "alpha"],
+    );
+    t.campaign(
+        "`low_agreement` above `high_agreement`",
+        with_legs("  myleg: {kind: graph_rescue, low_agreement: 0.8, high_agreement: 0.6}\n"),
+        Cmd::Prepare,
+        &[f, "myleg", "low_agreement", "high_agreement"],
+    );
+    t.campaign(
+        "conversation `half_life: 0`",
+        with_legs("  myleg: {kind: multi_horizon, conversation: {turn_log: {half_life: 0}}}\n"),
+        Cmd::Prepare,
+        &[f, "myleg", "half_life"],
+    );
+    for (what, bytes, says) in [
+        ("a directory", A_DIRECTORY, "is a directory"),
+        ("a FIFO", A_FIFO, "FIFO"),
+    ] {
+        t.0.push(Case {
+            name: format!("campaign: a `kind: run` leg's file is {what}"),
+            campaign: with_legs("  myleg: {kind: run, file: my_run.trec}\n"),
+            files: [
+                beir_ok().files(),
+                vec![("my_run.trec".into(), bytes.to_vec())],
+            ]
+            .concat(),
+            args: Cmd::Run.args(),
+            expect: Some(needles(&["my_run.trec", "myleg", says])),
+        });
+    }
+    t.campaign(
         "unknown key in `run`",
         with_top("run: {thread: 2}\n"),
         Cmd::Run,
@@ -957,37 +1048,37 @@ fn campaign_cases(t: &mut Table) {
         "synthetic `entities: 3`",
         synthetic("entities: 3"),
         Cmd::Prepare,
-        &[f, "synthetic", "entities"],
+        &[f, "datasets.d.synthetic.entities"],
     );
     t.campaign(
         "synthetic `questions: 0`",
         synthetic("questions: 0"),
         Cmd::Prepare,
-        &[f, "synthetic", "questions"],
+        &[f, "datasets.d.synthetic.questions"],
     );
     t.campaign(
         "synthetic `hop_mix: [0, 0, 0]`",
         synthetic("hop_mix: [0, 0, 0]"),
         Cmd::Prepare,
-        &[f, "synthetic", "hop_mix"],
+        &[f, "datasets.d.synthetic.hop_mix"],
     );
     t.campaign(
         "synthetic `confusable_percent: 200`",
         synthetic("confusable_percent: 200"),
         Cmd::Prepare,
-        &[f, "synthetic", "confusable_percent"],
+        &[f, "datasets.d.synthetic.confusable_percent"],
     );
     t.campaign(
         "synthetic `questions: 18446744073709551615`",
         synthetic("questions: 18446744073709551615"),
         Cmd::Prepare,
-        &[f, "synthetic", "questions"],
+        &[f, "datasets.d.synthetic.questions"],
     );
     t.campaign(
         "synthetic `entities: 18446744073709551615`",
         synthetic("entities: 18446744073709551615"),
         Cmd::Prepare,
-        &[f, "synthetic", "entities"],
+        &[f, "datasets.d.synthetic.entities"],
     );
     t.campaign(
         "synthetic `questions: 18446744073709551616` (beyond u64)",
@@ -1350,7 +1441,15 @@ fn run_case(case: &Case) -> Result<(), String> {
     for (path, bytes) in &case.files {
         let p = env.path().join(path);
         std::fs::create_dir_all(p.parent().expect("parent")).expect("dirs");
-        std::fs::write(&p, bytes).expect("raw file");
+        match bytes.as_slice() {
+            A_DIRECTORY => std::fs::create_dir(&p).expect("directory"),
+            A_FIFO => assert!(Command::new("mkfifo")
+                .arg(&p)
+                .status()
+                .expect("mkfifo")
+                .success()),
+            _ => std::fs::write(&p, bytes).expect("raw file"),
+        }
     }
     for name in ["bad_input.stdout", "bad_input.stderr"] {
         File::create(env.path().join(name)).expect("output file");

@@ -403,6 +403,26 @@ fn bad_documents_input_is_an_error_naming_file_line_and_field() {
         !env.results("results").join("exports/docs-whole").exists(),
         "nothing half-written"
     );
+
+    // chunks sized in tokens under the hashing model, which has no tokenizer: the message
+    // names the setting, not the tokenizer file that is not there
+    let out = env.run(&[
+        "prepare",
+        "--quiet",
+        "--model",
+        "hashing-384",
+        "--data-dir",
+        "data",
+        "--datasets",
+        "docs@size12-overlap0",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("datasets.docs@size12-overlap0: field `chunking`: `unit: tokens`")
+            && !err.contains("tokenizer.json"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -236,7 +236,7 @@ fn unknown_campaign_keys_are_errors_naming_file_and_field() {
     let env = Env::new();
     std::fs::write(
         env.path().join("bad.yaml"),
-        "datasets: {}\nlegs: {x: {kind: lexical, pool_kk: 3}}\n",
+        "datasets: {s: {format: synthetic}}\nlegs: {x: {kind: lexical, pool_kk: 3}}\n",
     )
     .unwrap();
     let out = env.run(&["run-matrix", "--threads", "1", "--campaign", "bad.yaml"]);

@@ -434,6 +434,19 @@ fn bad_runs_are_errors_naming_the_file_and_the_line() {
             ],
         ),
         (
+            "twice.json",
+            format!(r#"{{"{q0}": {{"{d0}": 1}}, "{q0}": {{"{d0}": 2}}}}"#),
+            vec![format!("query `{q0}` is a key twice"), "JSON run".into()],
+        ),
+        (
+            "twice_doc.json",
+            format!(r#"{{"{q0}": {{"{d0}": 1, "{d0}": 2}}}}"#),
+            vec![
+                format!("document `{d0}` is a key twice in query `{q0}`"),
+                "JSON run".into(),
+            ],
+        ),
+        (
             "bad.json",
             format!(r#"{{"{q0}": {{"{d0}": 1,}}}}"#),
             vec!["malformed JSON run".into(), "line 1".into()],
@@ -499,6 +512,21 @@ fn bad_runs_are_errors_naming_the_file_and_the_line() {
         err.contains("`file_blake3`") && err.contains("changed since"),
         "{err}"
     );
+    // a run path that is a directory is a mistake, not an absent run, for the leg and for eval
+    std::fs::create_dir_all(env.path().join("dir.trec")).unwrap();
+    campaign_with(&env, &[("bad", "{kind: run, file: dir.trec}")]);
+    for args in [
+        run_matrix("bad"),
+        vec!["eval", "dir.trec", "results/runs/synthetic/qrels.txt"],
+    ] {
+        let out = env.run(&args);
+        let e = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {e}");
+        assert!(
+            e.contains("dir.trec") && e.contains("is a directory"),
+            "{args:?}: {e}"
+        );
+    }
     // eval's own errors: an unknown format, a qrels line without four columns, --per-query
     let out = env.run(&["eval", "a.dat", "results/runs/synthetic/qrels.txt"]);
     assert_eq!(out.status.code(), Some(2));
@@ -519,4 +547,15 @@ fn bad_runs_are_errors_naming_the_file_and_the_line() {
     ]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains(".json or .tsv"));
+    // a file that cannot be written (its parent is a file) names the flag
+    let out = env.run(&[
+        "eval",
+        "a.trec",
+        "results/runs/synthetic/qrels.txt",
+        "--per-query",
+        "a.trec/x.json",
+    ]);
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{e}");
+    assert!(e.contains("--per-query a.trec/x.json: cannot write"), "{e}");
 }

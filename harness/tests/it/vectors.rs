@@ -387,4 +387,51 @@ fn bad_vectors_are_errors_naming_the_file_and_the_row_or_field() {
     campaign(&env, "      subqueries: v/nowhere.parquet\n");
     let out = env.ok(&["datasets", "--data-dir", "data"]);
     assert!(out.contains("nowhere.parquet"), "{out}");
+
+    // but a path that is there and is not a file is a mistake, not an absence: a directory
+    // where a vectors file goes, and a `.npy` whose ids file is gone
+    campaign(&env, "");
+    v.write(&env);
+    std::fs::create_dir_all(env.path().join("data/v/sub.parquet")).unwrap();
+    campaign(&env, "      subqueries: v/sub.parquet\n");
+    for args in [
+        &["datasets", "--data-dir", "data"][..],
+        &[
+            "prepare",
+            "--datasets",
+            "mine",
+            "--quiet",
+            "--data-dir",
+            "data",
+            "--results",
+            "bad",
+        ],
+    ] {
+        let out = env.run(args);
+        let e = String::from_utf8_lossy(&out.stderr).to_string();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {e}");
+        assert!(
+            e.contains("sub.parquet") && e.contains("is a directory"),
+            "{e}"
+        );
+    }
+    campaign(&env, "");
+    std::fs::remove_file(env.path().join("data/v/queries.ids.txt")).unwrap();
+    let out = env.run(&[
+        "prepare",
+        "--datasets",
+        "mine",
+        "--quiet",
+        "--data-dir",
+        "data",
+        "--results",
+        "bad",
+    ]);
+    let e = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(2), "{e}");
+    assert!(
+        e.contains("queries.ids.txt") && e.contains("absent, while its vectors file"),
+        "{e}"
+    );
+    assert!(!env.results("bad").join("exports/mine").exists());
 }

@@ -39,6 +39,7 @@ impl Default for GraphRescueCoe {
 impl Checked for GraphRescueCoe {
     fn check(&self, c: &Check<'_>) -> Result<(), LegError> {
         c.at_least("budget", self.budget as usize, 1)?;
+        c.at_least("coe.select_pool_k", self.coe.select_pool_k, 1)?;
         self.token_counter.check(c)?;
         if !self.rescue.has_hypergraph_lane() {
             return c.fail(

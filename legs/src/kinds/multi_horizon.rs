@@ -34,7 +34,8 @@ impl Checked for Assembler {
     fn check(&self, c: &Check<'_>) -> Result<(), LegError> {
         c.unit("partial_novelty", f64::from(self.partial_novelty))?;
         let conv = &self.conversation;
-        c.non_negative(
+        // a half-life of 0 weighs every turn but the newest as 0: no history at all
+        c.positive(
             "conversation.turn_log.half_life",
             f64::from(conv.turn_log.half_life),
         )?;

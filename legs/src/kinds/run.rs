@@ -115,7 +115,9 @@ impl LegKind for Run {
             format: Some(self.resolved_format(&c)?),
             ..self.clone()
         };
-        if path.is_file() {
+        let present = hopbench_datasets::presence::file_present(&path)
+            .map_err(|e| config(leg, "file", e.to_string()))?;
+        if present {
             let now = runfile::hash_file(&path).map_err(|e| config(leg, "file", e.to_string()))?;
             if let Some(given) = self.file_blake3.as_ref().filter(|g| **g != now) {
                 return Err(config(
@@ -142,7 +144,9 @@ impl LegKind for Run {
             )));
         }
         let path = Path::new(&self.file);
-        if !path.is_file() {
+        let present = hopbench_datasets::presence::file_present(path)
+            .map_err(|e| config(b.leg, "file", e.to_string()))?;
+        if !present {
             return Err(LegError::MissingInputs(format!(
                 "run file {} is absent",
                 path.display()

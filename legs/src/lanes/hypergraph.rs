@@ -68,7 +68,8 @@ impl Default for HypergraphParams {
 
 impl Checked for HypergraphParams {
     fn check(&self, c: &Check<'_>) -> Result<(), LegError> {
-        c.non_negative("alpha", self.alpha as f64)?;
+        // a seed the query does not name weighs at most as much as one it names (1.0)
+        c.unit("alpha", self.alpha as f64)?;
         c.unit("s_hyp_min", self.s_hyp_min as f64)?;
         c.at_least("max_hyperedges", self.max_hyperedges, 1)?;
         c.unit("restart", self.restart as f64)?;
