@@ -543,80 +543,87 @@ impl Campaign {
             check_name(name).with_context(|| format!("legs.{name}"))?;
         }
         for (name, d) in &self.datasets {
-            // a variant of a chunking axis is `<dataset>@<variant>`, both parts plain names
-            for part in name.splitn(2, crate::pipeline::chunking::VARIANT_SEPARATOR) {
-                check_name(part).with_context(|| format!("datasets.{name}"))?;
-            }
-            if d.chunking.is_some() && d.format.name() != formats::documents::FORMAT.name {
-                bail!("datasets.{name}: field `chunking`: only for format documents");
-            }
-            match d.format {
-                DatasetFormat::Synthetic if !d.files.is_empty() => {
-                    bail!("datasets.{name}: field `files`: a synthetic dataset reads no files")
-                }
-                DatasetFormat::Pool => {
-                    if d.pool.len() < 2 {
-                        bail!("datasets.{name}: field `pool`: name at least two datasets");
-                    }
-                    for m in &d.pool {
-                        match self.datasets.get(m) {
-                            None => bail!("datasets.{name}: field `pool`: unknown dataset `{m}`"),
-                            Some(s) if s.format == DatasetFormat::Pool => {
-                                bail!("datasets.{name}: field `pool`: `{m}` is itself a pool")
-                            }
-                            Some(s) if s.format == DatasetFormat::Dialogues => bail!(
-                                "datasets.{name}: field `pool`: `{m}` is a dialogues dataset (pool its `derive_from` dataset, or derive dialogues from this pool)"
-                            ),
-                            _ => {}
-                        }
-                    }
-                }
-                DatasetFormat::Dialogues => {
-                    match d.derive_from.as_deref() {
-                        None => bail!(
-                            "datasets.{name}: field `derive_from`: required for format dialogues (name the dataset whose decompositions become dialogues)"
-                        ),
-                        Some(src) => match self.datasets.get(src) {
-                            None => bail!(
-                                "datasets.{name}: field `derive_from`: unknown dataset `{src}`"
-                            ),
-                            Some(s) if s.format == DatasetFormat::Dialogues => bail!(
-                                "datasets.{name}: field `derive_from`: `{src}` is itself a dialogues dataset"
-                            ),
-                            _ => {}
-                        },
-                    }
-                    if !d.files.is_empty() {
-                        bail!("datasets.{name}: field `files`: a dialogues dataset reads the files of its `derive_from` dataset, not its own");
-                    }
-                }
-                DatasetFormat::Raw(f) => {
-                    let given = d.files.iter().map(|(r, l)| (r.as_str(), l.paths().len()));
-                    formats::check_roles(f, given)
-                        .map_err(|e| anyhow::anyhow!("datasets.{name}: {e}"))?;
-                }
-                DatasetFormat::Synthetic => {}
-            }
-            if d.synthetic.is_some() && d.format != DatasetFormat::Synthetic {
-                bail!("datasets.{name}: field `synthetic`: only for format synthetic");
-            }
-            if let Some(cfg) = &d.synthetic {
-                cfg.validate()
-                    .map_err(|e| anyhow::anyhow!("datasets.{name}.{e}"))?;
-            }
-            if !d.pool.is_empty() && d.format != DatasetFormat::Pool {
-                bail!("datasets.{name}: field `pool`: only for format pool");
-            }
-            if d.derive_from.is_some() && d.format != DatasetFormat::Dialogues {
-                bail!("datasets.{name}: field `derive_from`: only for format dialogues");
-            }
-            if let Some(v) = &d.vectors {
-                v.validate().with_context(|| format!("datasets.{name}"))?;
-            }
+            self.validate_dataset(name, d)?;
         }
         for name in self.datasets.keys() {
             self.protocol(name)
                 .map_err(|e| anyhow::anyhow!("datasets.{name}: field `context_header`: {e}"))?;
+        }
+        Ok(())
+    }
+
+    /// The checks of one dataset entry: its name, which fields its format allows, and what it
+    /// references (pool members, the `derive_from` source) exist and may be referenced.
+    fn validate_dataset(&self, name: &str, d: &DatasetSpec) -> Result<()> {
+        // a variant of a chunking axis is `<dataset>@<variant>`, both parts plain names
+        for part in name.splitn(2, crate::pipeline::chunking::VARIANT_SEPARATOR) {
+            check_name(part).with_context(|| format!("datasets.{name}"))?;
+        }
+        if d.chunking.is_some() && d.format.name() != formats::documents::FORMAT.name {
+            bail!("datasets.{name}: field `chunking`: only for format documents");
+        }
+        match d.format {
+            DatasetFormat::Synthetic if !d.files.is_empty() => {
+                bail!("datasets.{name}: field `files`: a synthetic dataset reads no files")
+            }
+            DatasetFormat::Pool => {
+                if d.pool.len() < 2 {
+                    bail!("datasets.{name}: field `pool`: name at least two datasets");
+                }
+                for m in &d.pool {
+                    match self.datasets.get(m) {
+                        None => bail!("datasets.{name}: field `pool`: unknown dataset `{m}`"),
+                        Some(s) if s.format == DatasetFormat::Pool => {
+                            bail!("datasets.{name}: field `pool`: `{m}` is itself a pool")
+                        }
+                        Some(s) if s.format == DatasetFormat::Dialogues => bail!(
+                            "datasets.{name}: field `pool`: `{m}` is a dialogues dataset (pool its `derive_from` dataset, or derive dialogues from this pool)"
+                        ),
+                        _ => {}
+                    }
+                }
+            }
+            DatasetFormat::Dialogues => {
+                match d.derive_from.as_deref() {
+                    None => bail!(
+                        "datasets.{name}: field `derive_from`: required for format dialogues (name the dataset whose decompositions become dialogues)"
+                    ),
+                    Some(src) => match self.datasets.get(src) {
+                        None => bail!(
+                            "datasets.{name}: field `derive_from`: unknown dataset `{src}`"
+                        ),
+                        Some(s) if s.format == DatasetFormat::Dialogues => bail!(
+                            "datasets.{name}: field `derive_from`: `{src}` is itself a dialogues dataset"
+                        ),
+                        _ => {}
+                    },
+                }
+                if !d.files.is_empty() {
+                    bail!("datasets.{name}: field `files`: a dialogues dataset reads the files of its `derive_from` dataset, not its own");
+                }
+            }
+            DatasetFormat::Raw(f) => {
+                let given = d.files.iter().map(|(r, l)| (r.as_str(), l.paths().len()));
+                formats::check_roles(f, given)
+                    .map_err(|e| anyhow::anyhow!("datasets.{name}: {e}"))?;
+            }
+            DatasetFormat::Synthetic => {}
+        }
+        if d.synthetic.is_some() && d.format != DatasetFormat::Synthetic {
+            bail!("datasets.{name}: field `synthetic`: only for format synthetic");
+        }
+        if let Some(cfg) = &d.synthetic {
+            cfg.validate()
+                .map_err(|e| anyhow::anyhow!("datasets.{name}.{e}"))?;
+        }
+        if !d.pool.is_empty() && d.format != DatasetFormat::Pool {
+            bail!("datasets.{name}: field `pool`: only for format pool");
+        }
+        if d.derive_from.is_some() && d.format != DatasetFormat::Dialogues {
+            bail!("datasets.{name}: field `derive_from`: only for format dialogues");
+        }
+        if let Some(v) = &d.vectors {
+            v.validate().with_context(|| format!("datasets.{name}"))?;
         }
         Ok(())
     }
