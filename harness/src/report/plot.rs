@@ -11,6 +11,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Once;
 
 use anyhow::{anyhow, Result};
+use plotters::coord::combinators::WithKeyPoints;
+use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;
@@ -153,84 +155,9 @@ where
             .map_err(err)?;
         if !tokens {
             // the bands first, so every line and marker is drawn over them
-            for (i, c) in curves.iter().enumerate() {
-                let colour = COLOURS[i % COLOURS.len()];
-                let band: Vec<(f64, [f64; 2])> = c
-                    .points
-                    .iter()
-                    .filter_map(|p| p.metrics_ci95.get(metric).map(|&ci| (p.budget as f64, ci)))
-                    .collect();
-                match band.as_slice() {
-                    [] => {}
-                    [(x, [lo, hi])] => {
-                        chart
-                            .draw_series(std::iter::once(PathElement::new(
-                                vec![(*x, *lo), (*x, *hi)],
-                                colour.mix(0.6).stroke_width(2),
-                            )))
-                            .map_err(err)?;
-                    }
-                    _ => {
-                        let outline: Vec<(f64, f64)> = band
-                            .iter()
-                            .map(|&(x, [_, hi])| (x, hi))
-                            .chain(band.iter().rev().map(|&(x, [lo, _])| (x, lo)))
-                            .collect();
-                        chart
-                            .draw_series(std::iter::once(Polygon::new(
-                                outline,
-                                colour.mix(BAND_OPACITY).filled(),
-                            )))
-                            .map_err(err)?;
-                    }
-                }
-            }
+            draw_bands(&mut chart, curves, metric)?;
         }
-        for (i, c) in curves.iter().enumerate() {
-            let colour = COLOURS[i % COLOURS.len()];
-            let points: Vec<(f64, f64)> = c
-                .points
-                .iter()
-                .filter_map(|p| {
-                    let y = if tokens {
-                        Some(p.tokens_mean)
-                    } else {
-                        p.metrics.get(metric).copied().flatten()
-                    };
-                    y.map(|y| (p.budget as f64, y))
-                })
-                .collect();
-            if points.is_empty() {
-                continue;
-            }
-            let line = colour.stroke_width(2);
-            let (size, gap) = dash(i).unwrap_or((1000, 1));
-            let series = match dash(i) {
-                None => chart.draw_series(LineSeries::new(points.clone(), line)),
-                Some((size, gap)) => {
-                    chart.draw_series(DashedLineSeries::new(points.clone(), size, gap, line))
-                }
-            };
-            series
-                .map_err(err)?
-                .label(c.leg.as_str())
-                .legend(move |(x, y)| {
-                    EmptyElement::at((x, y))
-                        + DashedPathElement::new(vec![(0, 0), (24, 0)], size, gap, line)
-                        + Polygon::new(
-                            marker(i)
-                                .into_iter()
-                                .map(|(dx, dy)| (dx + 12, dy))
-                                .collect::<Vec<_>>(),
-                            colour.filled(),
-                        )
-                });
-            chart
-                .draw_series(points.iter().map(|&(x, y)| {
-                    EmptyElement::at((x, y)) + Polygon::new(marker(i), colour.filled())
-                }))
-                .map_err(err)?;
-        }
+        draw_lines(&mut chart, curves, metric, tokens)?;
         if tokens {
             // the budget itself: spend can never be above this line
             chart
@@ -252,6 +179,116 @@ where
             .map_err(err)?;
     }
     root.present().map_err(err)?;
+    Ok(())
+}
+
+/// A panel's chart: budgets on a log axis at the campaign's budgets, the metric linear.
+type Chart<'a, DB> =
+    ChartContext<'a, DB, Cartesian2d<WithKeyPoints<LogCoord<f64>>, RangedCoordf64>>;
+
+/// Each curve's 95% CI of `metric` as a shaded band (a bar where it has one budget).
+fn draw_bands<DB: DrawingBackend>(
+    chart: &mut Chart<'_, DB>,
+    curves: &[Curve],
+    metric: &str,
+) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    // the bands first, so every line and marker is drawn over them
+    for (i, c) in curves.iter().enumerate() {
+        let colour = COLOURS[i % COLOURS.len()];
+        let band: Vec<(f64, [f64; 2])> = c
+            .points
+            .iter()
+            .filter_map(|p| p.metrics_ci95.get(metric).map(|&ci| (p.budget as f64, ci)))
+            .collect();
+        match band.as_slice() {
+            [] => {}
+            [(x, [lo, hi])] => {
+                chart
+                    .draw_series(std::iter::once(PathElement::new(
+                        vec![(*x, *lo), (*x, *hi)],
+                        colour.mix(0.6).stroke_width(2),
+                    )))
+                    .map_err(err)?;
+            }
+            _ => {
+                let outline: Vec<(f64, f64)> = band
+                    .iter()
+                    .map(|&(x, [_, hi])| (x, hi))
+                    .chain(band.iter().rev().map(|&(x, [lo, _])| (x, lo)))
+                    .collect();
+                chart
+                    .draw_series(std::iter::once(Polygon::new(
+                        outline,
+                        colour.mix(BAND_OPACITY).filled(),
+                    )))
+                    .map_err(err)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Each curve's mean `metric` (or its mean spend, on the `tokens` panel) as a line with
+/// markers and a legend entry; colour, dash and marker tell the legs apart in grey too.
+fn draw_lines<'a, DB: DrawingBackend + 'a>(
+    chart: &mut Chart<'a, DB>,
+    curves: &[Curve],
+    metric: &str,
+    tokens: bool,
+) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    for (i, c) in curves.iter().enumerate() {
+        let colour = COLOURS[i % COLOURS.len()];
+        let points: Vec<(f64, f64)> = c
+            .points
+            .iter()
+            .filter_map(|p| {
+                let y = if tokens {
+                    Some(p.tokens_mean)
+                } else {
+                    p.metrics.get(metric).copied().flatten()
+                };
+                y.map(|y| (p.budget as f64, y))
+            })
+            .collect();
+        if points.is_empty() {
+            continue;
+        }
+        let line = colour.stroke_width(2);
+        let (size, gap) = dash(i).unwrap_or((1000, 1));
+        let series = match dash(i) {
+            None => chart.draw_series(LineSeries::new(points.clone(), line)),
+            Some((size, gap)) => {
+                chart.draw_series(DashedLineSeries::new(points.clone(), size, gap, line))
+            }
+        };
+        series
+            .map_err(err)?
+            .label(c.leg.as_str())
+            .legend(move |(x, y)| {
+                EmptyElement::at((x, y))
+                    + DashedPathElement::new(vec![(0, 0), (24, 0)], size, gap, line)
+                    + Polygon::new(
+                        marker(i)
+                            .into_iter()
+                            .map(|(dx, dy)| (dx + 12, dy))
+                            .collect::<Vec<_>>(),
+                        colour.filled(),
+                    )
+            });
+        chart
+            .draw_series(
+                points.iter().map(|&(x, y)| {
+                    EmptyElement::at((x, y)) + Polygon::new(marker(i), colour.filled())
+                }),
+            )
+            .map_err(err)?;
+    }
     Ok(())
 }
 
