@@ -114,6 +114,8 @@ pub fn score(
         gold: &gold,
         doc_of: &doc_of,
         chain: q.chain.as_deref(),
+        graded: None,
+        level: 1,
     };
     which.iter().map(|m| (m.name(), m.score(&judged))).collect()
 }
