@@ -138,7 +138,7 @@ def check(hopbench, work, qrels, run, level, ties):
         diff = [f"  hopbench {a!r}\n  expected {b!r}" for a, b in zip(printed, expected) if a != b]
         failures.append(f"level {level} ties {ties}: --format trec-eval differs in {len(diff)} of "
                         f"{len(expected)} lines ({len(printed)} printed)\n" + "\n".join(diff[:5]))
-    return compared, max_diff, len(expected), len(evaluated), failures
+    return compared, max_diff, len(expected), len(evaluated), failures, ours
 
 
 def main():
@@ -154,11 +154,17 @@ def main():
     work.mkdir(parents=True, exist_ok=True)
     total, worst, lines, failures, queries = 0, 0.0, 0, [], set()
     for level in (1, 2):
+        per_ties = {}
         for ties in ("id", "trec-eval"):
-            c, d, n, q, f = check(a.hopbench, work, qrels, run, level, ties)
+            c, d, n, q, f, ours = check(a.hopbench, work, qrels, run, level, ties)
             total, worst, lines = total + c, max(worst, d), lines + n
             queries.add(q)
             failures += f
+            per_ties[ties] = ours
+        # the data must tell the tie orders apart, or the check above proves nothing about them
+        changed = sum(per_ties["id"][q] != per_ties["trec-eval"][q] for q in per_ties["id"])
+        if changed == 0:
+            failures.append(f"level {level}: no query's values depend on the tie order")
     if failures:
         print("\n".join(failures[:40]))
         print(f"trec_measures_check: {len(failures)} differences")
