@@ -18,7 +18,7 @@ use crate::pipeline::settings::{Overrides, Settings};
 /// Gains: nDCG's gain is the judgement's grade (trec_eval's ndcg and ndcg_cut; negative grades
 /// gain 0); every other measure is binary: relevant when grade >= --relevance-level (1). Ties:
 /// equal scores in ascending document id (--ties id), or trec_eval's descending document id
-/// (--ties trec_eval).
+/// (--ties trec-eval).
 ///
 /// Measures (-m; ir_measures', ranx's and trec_eval's spellings read too): recall@k (R@k),
 /// ndcg and ndcg@k (nDCG@k, ndcg_cut.k), mrr and mrr@k (RR, recip_rank), AP and AP@k (map,
