@@ -59,6 +59,22 @@ impl Graded {
         Graded::new(ranks, grades.values().copied().collect())
     }
 
+    /// A ranking of chunk indices against graded gold: `gold` ascending and unique, `grades`
+    /// the grade of each (the export's [`hopbench_datasets::export::QueryRecord`]); no other
+    /// document is judged, and a repeated chunk is unjudged at its later ranks.
+    pub fn from_sorted_gold(ranked: &[u32], gold: &[u32], grades: &[u32]) -> Graded {
+        debug_assert_eq!(gold.len(), grades.len());
+        let mut seen = BTreeSet::new();
+        let ranks = ranked
+            .iter()
+            .map(|c| {
+                let i = gold.binary_search(c).ok()?;
+                seen.insert(*c).then_some(grades[i] as i64)
+            })
+            .collect();
+        Graded::new(ranks, grades.iter().map(|&g| g as i64).collect())
+    }
+
     /// Binary judgements: every id of `gold` has grade 1, no other document is judged.
     pub fn from_gold(ranked: &[u32], gold: &BTreeSet<u32>) -> Graded {
         let mut seen = BTreeSet::new();
@@ -315,6 +331,17 @@ mod tests {
         close(judged(&q, 2), 0.5);
         close(judged(&q, 5), 4.0 / 5.0);
         close(judged(&q, 10), 4.0 / 10.0);
+    }
+
+    #[test]
+    fn sorted_gold_with_grades_is_the_id_map() {
+        // chunk 4 repeated, 9 unjudged; gold 2 (grade 3), 4 (grade 1), 7 (grade 2)
+        let ranked = [4, 9, 2, 4, 7];
+        let g = Graded::from_sorted_gold(&ranked, &[2, 4, 7], &[3, 1, 2]);
+        assert_eq!(g.ranked, vec![Some(1), None, Some(3), None, Some(2)]);
+        assert_eq!(g.judged, vec![3, 2, 1]);
+        let map: HashMap<u32, i64> = [(2, 3), (4, 1), (7, 2)].into_iter().collect();
+        assert_eq!(g, Graded::from_ids(&ranked, &map));
     }
 
     #[test]
