@@ -99,6 +99,10 @@ pub struct Question {
     pub text: String,
     /// Gold passage ids (a set: order is irrelevant, duplicates are removed by the export).
     pub gold: Vec<String>,
+    /// The grade of each gold passage whose judgement gives it one other than 1: graded nDCG's
+    /// gain. A gold passage absent here has grade 1, as every gold passage of a format whose
+    /// gold is a set has (the multi-hop formats), so their nDCG is the binary one.
+    pub grades: BTreeMap<String, u32>,
     /// The hop chain: one slot per hop, each the set of passage ids that satisfy that hop.
     /// `None` where the dataset publishes no chain (chain metrics are then `None`, never 0).
     pub chain: Option<Vec<Vec<String>>>,
@@ -117,11 +121,38 @@ impl Question {
             id: id.into(),
             text: text.into(),
             gold,
+            grades: BTreeMap::new(),
             chain: None,
             decomposition: None,
             conversation: None,
             labels: BTreeMap::new(),
         }
+    }
+}
+
+impl Question {
+    /// Adds `id` to the gold at `grade` (positive): a passage already gold keeps the higher of
+    /// its grades, so a judgement repeated within or across qrels files counts once, at its
+    /// highest grade, whatever the order of the lines.
+    pub fn add_gold(&mut self, id: String, grade: u32) {
+        debug_assert!(grade > 0, "a gold passage has a positive grade");
+        let grade = grade.max(self.grade(&id).unwrap_or(0));
+        if !self.gold.contains(&id) {
+            self.gold.push(id.clone());
+        }
+        if grade == 1 {
+            self.grades.remove(&id);
+        } else {
+            self.grades.insert(id, grade);
+        }
+    }
+
+    /// The grade of gold passage `id` (`None`: not gold).
+    pub fn grade(&self, id: &str) -> Option<u32> {
+        self.gold
+            .iter()
+            .any(|g| g == id)
+            .then(|| self.grades.get(id).copied().unwrap_or(1))
     }
 }
 

@@ -197,6 +197,21 @@ pub(super) fn build(
             .collect::<Result<Vec<_>>>()?;
         gold.sort_unstable();
         gold.dedup();
+        if let Some(id) = q.grades.keys().find(|id| !q.gold.contains(id)) {
+            return Err(Error::field(
+                &origin,
+                &q.id,
+                "gold",
+                format!("a grade for {id:?}, which is not gold"),
+            ));
+        }
+        let grades: Vec<u32> = gold
+            .iter()
+            .map(|&c| {
+                let id = passages[c as usize].id.as_str();
+                q.grades.get(id).copied().unwrap_or(1)
+            })
+            .collect();
         let chain = match &q.chain {
             None => None,
             Some(slots) if slots.is_empty() => None,
@@ -219,11 +234,24 @@ pub(super) fn build(
             id: q.id,
             text: q.text,
             gold,
+            grades: Some(grades),
             chain,
             decomposition: q.decomposition,
             conversation: q.conversation,
             labels: q.labels,
         });
+    }
+
+    // grades are kept where they say something: a dataset whose every gold chunk has grade 1
+    // (every multi-hop set, and qrels of relevance 1 only) is binary, and its export is what it
+    // was before grades were kept
+    let graded = queries
+        .iter()
+        .any(|q| q.grades.iter().flatten().any(|&g| g != 1));
+    if !graded {
+        for q in &mut queries {
+            q.grades = None;
+        }
     }
 
     let tokenizer = Tokenizer::english();

@@ -21,6 +21,8 @@ pub struct QueryHead {
     pub id: String,
     /// Gold chunk record ids, in the export's order (that of [`super::QueryRecord::gold`]).
     pub gold: Vec<String>,
+    /// Their grades ([`super::QueryRecord::grades`]; `None`: binary gold).
+    pub grades: Option<Vec<u32>>,
 }
 
 /// An export's manifest and queries, without the rest (see the module docs).
@@ -48,17 +50,31 @@ pub fn read_head(dir: &Path, input_key: &str) -> Result<Option<ExportHead>> {
         return Ok(None);
     }
     let path = dir.join("queries.parquet");
-    // the two columns the key reads; the vectors and JSON columns are not decoded
-    let table = pq::Table::read_columns(&path, &["query_id", "gold_chunk_ids"])?;
+    // the columns the key and the qrels file read; the vectors and JSON columns are not decoded
+    let mut wanted = vec!["query_id", "gold_chunk_ids"];
+    if manifest.stats.graded_gold.is_some() {
+        wanted.push("gold_grades");
+    }
+    let table = pq::Table::read_columns(&path, &wanted)?;
     let cols = table.columns();
     let ids = cols.strings("query_id")?;
     let gold = cols.string_lists("gold_chunk_ids")?;
+    let lens: Vec<usize> = gold
+        .iter()
+        .map(|g| g.as_ref().map_or(0, Vec::len))
+        .collect();
+    let mut grades =
+        super::read::gold_grades(&path, &cols, &manifest, &ids, &lens)?.map(Vec::into_iter);
     let queries = ids
-        .into_iter()
+        .iter()
         .zip(gold)
         .map(|(id, gold)| match gold {
-            Some(gold) => Ok(QueryHead { id, gold }),
-            None => Err(Error::field(&path, &id, "gold_chunk_ids", "is null")),
+            Some(gold) => Ok(QueryHead {
+                id: id.clone(),
+                gold,
+                grades: grades.as_mut().and_then(Iterator::next),
+            }),
+            None => Err(Error::field(&path, id, "gold_chunk_ids", "is null")),
         })
         .collect::<Result<Vec<_>>>()?;
     Ok(Some(ExportHead {

@@ -6,8 +6,9 @@
 //!                          context_header, token_count, embedding, [embedding_content],
 //!                          kg_node_ids, kg_reach, kg_community, kg_node_centrality
 //!                                                          (rows sorted by chunk_id)
-//!   queries.parquet        query_id, text, embedding, gold_chunk_ids, gold_doc_ids,
-//!                          chain_json, decomposition_json, conversation_json, labels_json,
+//!   queries.parquet        query_id, text, embedding, gold_chunk_ids, [gold_grades],
+//!                          gold_doc_ids, chain_json, decomposition_json, conversation_json,
+//!                          labels_json,
 //!                          subquery_embeddings (list<f32>: the decomposition's sub-question
 //!                          vectors flattened, `dim` each; null without a decomposition)
 //!   bm25-stats.json        tokenizer, k1, b, chunk count, avgdl, per-chunk lengths
@@ -20,6 +21,11 @@
 //!   simgraph-communities.parquet  chunk, community        crate::simgraph)
 //!   manifest.json          blake3 of every file above, of the raw inputs and of the config
 //! ```
+//!
+//! `gold_grades` (list<u32>, the grade of each of `gold_chunk_ids`, in that order) is there only
+//! where some gold chunk has a grade other than 1 (the manifest's `stats.graded_gold` counts
+//! them); without it every gold chunk has grade 1, so a binary export is what it was before
+//! grades were kept.
 //!
 //! `char_start` and `char_end` (nullable u32) locate a chunk cut from a longer document in that
 //! document's text (`doc_id`): `[char_start, char_end)` in Unicode code points (see
@@ -88,8 +94,9 @@ pub use read::load;
 
 /// Version of the export layout; part of every input key, so a layout change re-prepares, and
 /// checked by [`load`], so an export of another layout is never read. 4: `char_start` and
-/// `char_end` in `corpus.parquet`.
-pub const EXPORT_VERSION: u32 = 4;
+/// `char_end` in `corpus.parquet`. 5: `gold_grades` in `queries.parquet` where some gold chunk
+/// has a grade other than 1 (an export of version 4 of such a dataset dropped the grades).
+pub const EXPORT_VERSION: u32 = 5;
 
 /// Settings that change what an export contains (all are hashed into its input key).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -185,6 +192,10 @@ pub struct QueryRecord {
     pub text: String,
     /// Gold chunk indices, ascending, unique.
     pub gold: Vec<u32>,
+    /// The grade of each gold chunk, in the order of `gold` (each at least 1): graded nDCG's
+    /// gain. `None` where the dataset's gold is binary (every gold chunk of every query grade
+    /// 1: the multi-hop sets), so no grade is stored and nDCG is the binary one.
+    pub grades: Option<Vec<u32>>,
     /// Hop chain slots as chunk indices (`None`: no published chain).
     pub chain: Option<Vec<Vec<u32>>>,
     /// Published decomposition (gold in chunk record ids).
@@ -209,6 +220,11 @@ pub struct ExportStats {
     pub gold_chunks: usize,
     /// Queries with a published chain.
     pub queries_with_chain: usize,
+    /// Gold chunks whose grade is not 1, where there are any: the export is graded
+    /// (`queries.parquet` has `gold_grades`). Absent for binary gold, so those manifests are
+    /// what they were.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub graded_gold: Option<usize>,
     /// Chunks that carry a context header.
     pub chunks_with_header: usize,
     /// Chunks cut from a longer document (with a span in it); absent in manifests written

@@ -13,7 +13,9 @@ use std::path::Path;
 
 use super::identity::{read_manifest, verify};
 use super::on_demand::OnDemand;
-use super::{Bm25Stats, Chunk, ChunkText, Export, QueryRecord, EXPORT_FILES, EXPORT_VERSION};
+use super::{
+    Bm25Stats, Chunk, ChunkText, Export, Manifest, QueryRecord, EXPORT_FILES, EXPORT_VERSION,
+};
 use crate::enrich::{self, KgIndex};
 use crate::error::{Error, Result};
 use crate::lexical::{Bm25Index, Bm25Parts, Tokenizer};
@@ -155,6 +157,11 @@ pub fn load(dir: &Path) -> Result<Export> {
     let convs = cols.opt_strings("conversation_json")?;
     let labels = cols.strings("labels_json")?;
     let subs = read_f32_lists(&path, &cols, "subquery_embeddings")?;
+    let gold_lens: Vec<usize> = gold_ids
+        .iter()
+        .map(|g| g.as_ref().map_or(0, Vec::len))
+        .collect();
+    let mut grades = gold_grades(&path, &cols, &manifest, &qids, &gold_lens)?.map(Vec::into_iter);
     let subqueries_not_brought = manifest.vectors.as_ref().is_some_and(|v| {
         v.absent
             .iter()
@@ -244,6 +251,7 @@ pub fn load(dir: &Path) -> Result<Export> {
             id: qids[row].clone(),
             text: qtexts[row].clone(),
             gold,
+            grades: grades.as_mut().and_then(Iterator::next),
             chain,
             decomposition,
             conversation,
@@ -410,4 +418,67 @@ fn read_f32_lists(path: &Path, cols: &Columns<'_>, name: &str) -> Result<Vec<Opt
             Ok(Some(v.values().to_vec()))
         })
         .collect()
+}
+
+/// The `gold_grades` column of `queries.parquet` (at `path`), checked against the manifest and
+/// the gold: there exactly when the manifest counts graded gold chunks
+/// ([`super::ExportStats::graded_gold`]), one grade of at least 1 per gold chunk of each row
+/// (`gold_lens`), as many grades other than 1 as the manifest counts. `None`: binary gold.
+pub(super) fn gold_grades(
+    path: &Path,
+    cols: &Columns<'_>,
+    manifest: &Manifest,
+    qids: &[String],
+    gold_lens: &[usize],
+) -> Result<Option<Vec<Vec<u32>>>> {
+    const COLUMN: &str = "gold_grades";
+    let counted = manifest.stats.graded_gold;
+    match (cols.has(COLUMN), counted) {
+        (false, None) => return Ok(None),
+        (false, Some(n)) => {
+            return Err(Error::field(
+                path,
+                "schema",
+                COLUMN,
+                format!("is missing, the manifest counts {n} graded gold chunks"),
+            ))
+        }
+        (true, None) => {
+            return Err(Error::field(
+                path,
+                "schema",
+                COLUMN,
+                "is there, the manifest counts no graded gold chunk",
+            ))
+        }
+        (true, Some(_)) => {}
+    }
+    let grades = cols.u32_lists(COLUMN)?;
+    let mut other_than_one = 0;
+    for (row, g) in grades.iter().enumerate() {
+        let bad = |why: String| Error::field(path, &qids[row], COLUMN, why);
+        if g.len() != gold_lens[row] {
+            return Err(bad(format!(
+                "has {} grades for {} gold chunks (row {row})",
+                g.len(),
+                gold_lens[row]
+            )));
+        }
+        if g.contains(&0) {
+            return Err(bad(format!("holds grade 0, not a gold grade (row {row})")));
+        }
+        other_than_one += g.iter().filter(|&&x| x != 1).count();
+    }
+    if Some(other_than_one) != counted || other_than_one == 0 {
+        return Err(Error::field(
+            path,
+            "column",
+            COLUMN,
+            format!(
+                "holds {other_than_one} grades other than 1, the manifest counts {}",
+                counted.unwrap_or(0)
+            ),
+        ));
+    }
+    Ok(Some(grades))
 }

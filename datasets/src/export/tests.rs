@@ -550,7 +550,7 @@ fn the_input_key_is_a_pinned_serialisation() {
     assert_eq!(m.extra, blake3::hash(b"x").to_hex().to_string());
     assert_eq!(
         m.input_key,
-        "bc7608658995112bc6c4412a75743ec59226c9dd857c78b82c3688c1ed20e55c"
+        "f8752f0b17e25e09f932c810cff6ed9fed6cb2378211846985718ccc47ce1ce5"
     );
 }
 
@@ -899,5 +899,132 @@ fn an_export_without_its_text_or_vector_columns_does_not_load() {
                 && err.contains("missing"),
             "{dropped}: {err}"
         );
+    }
+}
+
+/// [`raw`] with graded gold: `q1`'s gold `b` at grade 3 (`a` stays grade 1).
+fn graded() -> RawDataset {
+    let mut r = raw();
+    r.questions[0].add_gold("b".into(), 3);
+    r
+}
+
+#[test]
+fn grades_round_trip_where_they_say_something_and_binary_gold_stores_none() {
+    let tmp = tempfile::tempdir().unwrap();
+    // binary gold: no column, no count, no grades
+    let bin = tmp.path().join("binary");
+    let m = prepare_raw(&bin, raw());
+    assert_eq!(m.stats.graded_gold, None);
+    assert!(!pq::column_names(&bin.join("queries.parquet"))
+        .unwrap()
+        .contains(&"gold_grades".to_string()));
+    assert!(load(&bin)
+        .unwrap()
+        .queries
+        .iter()
+        .all(|q| q.grades.is_none()));
+    assert!(!std::fs::read_to_string(bin.join("manifest.json"))
+        .unwrap()
+        .contains("graded_gold"));
+    // grade 1 given explicitly is binary too
+    let mut ones = raw();
+    ones.questions[1].add_gold("c".into(), 1);
+    let same = tmp.path().join("ones");
+    prepare_raw(&same, ones);
+    assert_eq!(
+        hash_file(&same.join("queries.parquet")).unwrap(),
+        hash_file(&bin.join("queries.parquet")).unwrap()
+    );
+    // graded: a grade per gold chunk, in gold order, for every query
+    let dir = tmp.path().join("graded");
+    let m = prepare_raw(&dir, graded());
+    assert_eq!(m.stats.graded_gold, Some(1));
+    let e = load(&dir).unwrap();
+    assert_eq!(e.queries[0].gold, vec![0, 1]);
+    assert_eq!(e.queries[0].grades, Some(vec![1, 3]));
+    assert_eq!(e.queries[1].grades, Some(vec![1]));
+    let head = read_head(&dir, &m.input_key).unwrap().unwrap();
+    assert_eq!(head.queries[0].grades, Some(vec![1, 3]));
+    assert_eq!(head.queries[1].grades, Some(vec![1]));
+    // a grade of a passage that is not gold is refused by the build
+    let mut stray = raw();
+    stray.questions[1].grades.insert("a".into(), 2);
+    let calls = std::rc::Rc::new(std::cell::Cell::new(0));
+    let err = prepare(
+        &source(),
+        || Ok(stray),
+        &PrepareConfig::default(),
+        &mut fake(8, calls),
+        &tmp.path().join("stray"),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("q2") && err.contains("not gold"), "{err}");
+}
+
+#[test]
+fn grades_that_disagree_with_the_gold_or_the_manifest_are_refused_on_load() {
+    let tmp = tempfile::tempdir().unwrap();
+    let with_grades = |name: &str, grades: Option<Vec<Vec<u32>>>, count: Option<usize>| {
+        let dir = tmp.path().join(name);
+        prepare_raw(&dir, graded());
+        let path = dir.join("queries.parquet");
+        let batch = pq::read(&path).unwrap();
+        let schema = batch.schema();
+        let mut cols: Vec<(&str, arrow_array::ArrayRef)> = Vec::new();
+        for (f, a) in schema.fields().iter().zip(batch.columns()) {
+            match (f.name().as_str(), &grades) {
+                ("gold_grades", None) => {}
+                ("gold_grades", Some(g)) => cols.push(("gold_grades", pq::u32_lists(g))),
+                (n, _) => cols.push((n, a.clone())),
+            }
+        }
+        pq::write(&path, cols).unwrap();
+        record_hash(&dir, "queries.parquet");
+        let mut m = read_manifest(&dir).unwrap();
+        m.stats.graded_gold = count;
+        std::fs::write(
+            dir.join("manifest.json"),
+            serde_json::to_string_pretty(&m).unwrap(),
+        )
+        .unwrap();
+        let load_err = load(&dir).unwrap_err().to_string();
+        let head_err = read_head(&dir, &m.input_key)
+            .map(|_| String::new())
+            .unwrap_or_else(|e| e.to_string());
+        (load_err, head_err)
+    };
+    for (name, grades, count, needle) in [
+        (
+            "short",
+            Some(vec![vec![3], vec![1]]),
+            Some(1),
+            "has 1 grades for 2 gold chunks",
+        ),
+        ("zero", Some(vec![vec![0, 3], vec![1]]), Some(1), "grade 0"),
+        (
+            "count",
+            Some(vec![vec![2, 3], vec![1]]),
+            Some(1),
+            "holds 2 grades other than 1",
+        ),
+        ("dropped", None, Some(1), "gold_grades"),
+        (
+            "uncounted",
+            Some(vec![vec![1, 3], vec![1]]),
+            None,
+            "counts no graded gold chunk",
+        ),
+    ] {
+        let (load_err, head_err) = with_grades(name, grades, count);
+        assert!(
+            load_err.contains("queries.parquet") && load_err.contains(needle),
+            "{name}: {load_err}"
+        );
+        // the head reads the grades the manifest announces, with the same checks
+        if name != "uncounted" {
+            assert!(head_err.contains(needle), "{name}: {head_err}");
+        }
     }
 }

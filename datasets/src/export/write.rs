@@ -41,6 +41,7 @@ pub(super) fn write_atomically(dir: &Path, mut manifest: Manifest, b: &Built) ->
             queries: b.queries.len(),
             gold_chunks: b.queries.iter().map(|q| q.gold.len()).sum(),
             queries_with_chain: b.queries.iter().filter(|q| q.chain.is_some()).count(),
+            graded_gold: graded_gold(&b.queries),
             chunks_with_header: b.texts.iter().filter(|t| t.header.is_some()).count(),
             chunks_with_span: Some(b.chunks.iter().filter(|c| c.span.is_some()).count()),
             bm25_terms: b.bm25.num_terms(),
@@ -129,71 +130,77 @@ fn write_files(dir: &Path, b: &Built) -> Result<()> {
             .map(|d| b.docs[d as usize].clone())
             .collect::<Vec<_>>()
     };
-    pq::write(
-        &dir.join("queries.parquet"),
-        vec![
-            (
-                "query_id",
-                pq::strings(&q.iter().map(|q| q.id.as_str()).collect::<Vec<_>>()),
+    let mut columns = vec![
+        (
+            "query_id",
+            pq::strings(&q.iter().map(|q| q.id.as_str()).collect::<Vec<_>>()),
+        ),
+        (
+            "text",
+            pq::strings(&q.iter().map(|q| q.text.as_str()).collect::<Vec<_>>()),
+        ),
+        ("embedding", pq::vectors(&b.query_embeddings, b.dim)),
+        (
+            "gold_chunk_ids",
+            pq::string_lists(&q.iter().map(|q| Some(ids_of(&q.gold))).collect::<Vec<_>>()),
+        ),
+        (
+            "gold_doc_ids",
+            pq::string_lists(
+                &q.iter()
+                    .map(|q| Some(gold_docs(&q.gold)))
+                    .collect::<Vec<_>>(),
             ),
-            (
-                "text",
-                pq::strings(&q.iter().map(|q| q.text.as_str()).collect::<Vec<_>>()),
+        ),
+        (
+            "chain_json",
+            pq::opt_strings(
+                &q.iter()
+                    .map(|q| {
+                        json_opt(
+                            &q.chain
+                                .as_ref()
+                                .map(|s| s.iter().map(|s| ids_of(s)).collect::<Vec<_>>()),
+                        )
+                    })
+                    .collect::<Vec<_>>(),
             ),
-            ("embedding", pq::vectors(&b.query_embeddings, b.dim)),
-            (
-                "gold_chunk_ids",
-                pq::string_lists(&q.iter().map(|q| Some(ids_of(&q.gold))).collect::<Vec<_>>()),
+        ),
+        (
+            "decomposition_json",
+            pq::opt_strings(
+                &q.iter()
+                    .map(|q| json_opt(&q.decomposition))
+                    .collect::<Vec<_>>(),
             ),
-            (
-                "gold_doc_ids",
-                pq::string_lists(
-                    &q.iter()
-                        .map(|q| Some(gold_docs(&q.gold)))
-                        .collect::<Vec<_>>(),
-                ),
+        ),
+        (
+            "conversation_json",
+            pq::opt_strings(
+                &q.iter()
+                    .map(|q| json_opt(&q.conversation))
+                    .collect::<Vec<_>>(),
             ),
-            (
-                "chain_json",
-                pq::opt_strings(
-                    &q.iter()
-                        .map(|q| {
-                            json_opt(
-                                &q.chain
-                                    .as_ref()
-                                    .map(|s| s.iter().map(|s| ids_of(s)).collect::<Vec<_>>()),
-                            )
-                        })
-                        .collect::<Vec<_>>(),
-                ),
+        ),
+        (
+            "labels_json",
+            pq::strings(
+                &q.iter()
+                    .map(|q| serde_json::to_string(&q.labels).expect("labels"))
+                    .collect::<Vec<_>>(),
             ),
-            (
-                "decomposition_json",
-                pq::opt_strings(
-                    &q.iter()
-                        .map(|q| json_opt(&q.decomposition))
-                        .collect::<Vec<_>>(),
-                ),
-            ),
-            (
-                "conversation_json",
-                pq::opt_strings(
-                    &q.iter()
-                        .map(|q| json_opt(&q.conversation))
-                        .collect::<Vec<_>>(),
-                ),
-            ),
-            (
-                "labels_json",
-                pq::strings(
-                    &q.iter()
-                        .map(|q| serde_json::to_string(&q.labels).expect("labels"))
-                        .collect::<Vec<_>>(),
-                ),
-            ),
-            ("subquery_embeddings", f32_lists(&b.subquery_embeddings)),
-        ],
-    )?;
+        ),
+        ("subquery_embeddings", f32_lists(&b.subquery_embeddings)),
+    ];
+    // binary gold stores no grade, so its queries file is what it was before grades were kept
+    if graded_gold(q).is_some() {
+        let grades: Vec<Vec<u32>> = q
+            .iter()
+            .map(|q| q.grades.clone().unwrap_or_else(|| vec![1; q.gold.len()]))
+            .collect();
+        columns.insert(4, ("gold_grades", pq::u32_lists(&grades)));
+    }
+    pq::write(&dir.join("queries.parquet"), columns)?;
 
     let parts = b.bm25.to_parts();
     let stats = Bm25Stats {
@@ -230,6 +237,16 @@ fn write_files(dir: &Path, b: &Built) -> Result<()> {
         ],
     )?;
     Ok(())
+}
+
+/// The gold chunks whose grade is not 1 (`None`: none, binary gold).
+fn graded_gold(queries: &[super::QueryRecord]) -> Option<usize> {
+    let n = queries
+        .iter()
+        .flat_map(|q| q.grades.iter().flatten())
+        .filter(|&&g| g != 1)
+        .count();
+    (n > 0).then_some(n)
 }
 
 fn json_opt<T: Serialize>(v: &Option<T>) -> Option<String> {

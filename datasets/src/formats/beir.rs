@@ -141,6 +141,10 @@ mod tests {
             ]
         );
         assert_eq!(d.questions[0].text, "what is first?");
+        // q3 judges `3` at 2, then at 1: it keeps its highest grade
+        assert_eq!(d.questions[1].grade("3"), Some(2));
+        assert_eq!(d.questions[1].grade("d1"), Some(1));
+        assert_eq!(d.questions[0].grades.len(), 0);
         assert!(d
             .questions
             .iter()

@@ -10,7 +10,9 @@
 //! * `qrels` (optional): document-level gold, TREC style, one judgement per line:
 //!   `query-id 0 doc-id relevance`, white-space separated, or tab-separated when the line holds
 //!   a tab (then ids may contain spaces, as titles do); BEIR's three columns
-//!   `query-id corpus-id score` with their header line are accepted too. Relevance > 0 is gold.
+//!   `query-id corpus-id score` with their header line are accepted too. Relevance > 0 is gold,
+//!   and is the document's grade (an integer: graded nDCG's gain, as trec_eval reads it); a
+//!   document judged twice for one query keeps its highest grade.
 //! * `spans` (optional): span-level gold, JSONL or a JSON list of
 //!   `{query_id, doc_id, char_start, char_end}`: `[char_start, char_end)` in Unicode code points
 //!   of the document's `text` (Python's `text[char_start:char_end]`), `char_end > char_start`,
@@ -30,7 +32,9 @@
 //! query's gold spans ([`crate::chunk::overlapping`]): a span across a chunk border makes both
 //! chunks gold, a span inside an overlap region too. Document-level gold makes *every chunk* of
 //! the document gold, so chunk-level recall there measures how much of the document was
-//! retrieved, not whether the answer was: read `doc_recall` for such queries. Each query is
+//! retrieved, not whether the answer was: read `doc_recall` for such queries. A chunk of a
+//! graded document has the document's grade; a chunk gold by a span has grade 1 (a span
+//! carries none), or its document's grade where that is higher. Each query is
 //! labelled `gold_level` = `span` (only span gold) or `document` (some document-level gold), a
 //! label breakdowns can group on. No chain, no decomposition.
 //!
@@ -97,6 +101,8 @@ pub struct DocQuery {
     pub text: String,
     /// Documents judged relevant (qrels), first-seen order, unique.
     pub gold_docs: Vec<String>,
+    /// The grade of each document of `gold_docs` whose grade is not 1.
+    pub doc_grades: BTreeMap<String, u32>,
     /// Gold spans, first-seen order, unique.
     pub gold_spans: Vec<GoldSpan>,
 }
@@ -154,7 +160,7 @@ pub fn read(
         .map(|(i, q)| (q.id.clone(), i))
         .collect();
     if let Some(path) = qrels {
-        for (line, qid, doc) in read_trec_qrels(path)? {
+        for (line, qid, doc, grade) in read_trec_qrels(path)? {
             let q = *q_index.get(&qid).ok_or_else(|| {
                 Error::field(
                     path,
@@ -171,7 +177,12 @@ pub fn read(
                     gold: format!("{doc:?} (no such document in {})", documents.display()),
                 });
             }
-            push_unique(&mut qs[q].gold_docs, doc);
+            let q = &mut qs[q];
+            let grade = grade.max(q.doc_grades.get(&doc).copied().unwrap_or(1));
+            if grade > 1 {
+                q.doc_grades.insert(doc.clone(), grade);
+            }
+            push_unique(&mut q.gold_docs, doc);
         }
     }
     if let Some(path) = spans {
@@ -266,14 +277,16 @@ fn read_queries(path: &Path) -> Result<Vec<DocQuery>> {
             id,
             text,
             gold_docs: Vec::new(),
+            doc_grades: BTreeMap::new(),
             gold_spans: Vec::new(),
         });
     }
     Ok(out)
 }
 
-/// `(line, query id, doc id)` of every relevant judgement (relevance > 0), in file order.
-fn read_trec_qrels(path: &Path) -> Result<Vec<(usize, String, String)>> {
+/// `(line, query id, doc id, grade)` of every relevant judgement (relevance > 0), in file
+/// order.
+fn read_trec_qrels(path: &Path) -> Result<Vec<(usize, String, String, u32)>> {
     let text = read_text(path)?;
     let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
     let mut out = Vec::new();
@@ -321,8 +334,10 @@ fn read_trec_qrels(path: &Path) -> Result<Vec<(usize, String, String)>> {
                 format!("{rel:?} is not a number"),
             )
         })?;
-        if rel > 0.0 {
-            out.push((i + 1, qid.to_string(), doc.to_string()));
+        let grade = super::qrels::grade_of(rel)
+            .map_err(|why| Error::field(path, format!("line {}", i + 1), "relevance", why))?;
+        if let Some(grade) = grade {
+            out.push((i + 1, qid.to_string(), doc.to_string(), grade));
         }
     }
     Ok(out)
@@ -448,11 +463,12 @@ impl DocumentSet {
         }
         let mut questions = Vec::with_capacity(self.queries.len());
         for q in &self.queries {
-            let mut gold = Vec::new();
+            let mut question = Question::new(q.id.clone(), q.text.clone(), Vec::new());
             for doc in &q.gold_docs {
                 let d = doc_index[doc.as_str()];
+                let grade = q.doc_grades.get(doc).copied().unwrap_or(1);
                 for n in 0..per_doc[d].len() {
-                    push_unique(&mut gold, chunk_id(doc, n));
+                    question.add_gold(chunk_id(doc, n), grade);
                 }
             }
             for g in &q.gold_spans {
@@ -472,10 +488,9 @@ impl DocumentSet {
                     ));
                 }
                 for n in hit {
-                    push_unique(&mut gold, chunk_id(&g.doc, n));
+                    question.add_gold(chunk_id(&g.doc, n), 1);
                 }
             }
-            let mut question = Question::new(q.id.clone(), q.text.clone(), gold);
             let level = if q.gold_docs.is_empty() {
                 "span"
             } else {
@@ -638,7 +653,7 @@ mod tests {
             &format!("{{\"id\": \"long\", \"text\": \"{text}\"}}\n{{\"id\": \"short\", \"text\": \"Tiny.\"}}\n"),
         );
         let queries = write(&dir, "q.jsonl", "{\"id\": \"q\", \"text\": \"which?\"}\n");
-        let qrels = write(&dir, "r.txt", "q 0 long 2\n");
+        let qrels = write(&dir, "r.txt", "q 0 long 2\nq 0 short 1\nq 0 long 1\n");
         let set = read(&docs, &queries, Some(&qrels), None).unwrap();
         let out = set.chunk(&chars(25, 0)).unwrap();
         let ids: Vec<_> = out.raw.passages.iter().map(|p| p.id.clone()).collect();
@@ -649,7 +664,30 @@ mod tests {
         let mut sorted = ids.clone();
         sorted.sort();
         assert_eq!(sorted, ids, "id order is text order");
-        assert_eq!(out.raw.questions[0].gold, ids[..12].to_vec());
+        assert_eq!(out.raw.questions[0].gold, ids);
+        // every chunk of a graded document has its grade (the highest judged: 2)
+        let q = &out.raw.questions[0];
+        assert!(ids[..12].iter().all(|id| q.grade(id) == Some(2)));
+        assert_eq!(q.grade("short#00"), Some(1));
+        // a span's chunk has grade 1, or its document's where that is higher
+        let spans = write(
+            &dir,
+            "s.jsonl",
+            "{\"query_id\": \"q\", \"doc_id\": \"long\", \"char_start\": 0, \"char_end\": 5}\n\
+             {\"query_id\": \"q\", \"doc_id\": \"short\", \"char_start\": 0, \"char_end\": 4}\n",
+        );
+        let only_long = write(&dir, "r2.txt", "q 0 long 3\n");
+        let set = read(&docs, &queries, Some(&only_long), Some(&spans)).unwrap();
+        let q = set.chunk(&chars(25, 0)).unwrap().raw.questions.remove(0);
+        assert_eq!(q.grade("long#00"), Some(3));
+        assert_eq!(q.grade("short#00"), Some(1));
+        // a fractional relevance has no grade
+        let half = write(&dir, "r3.txt", "q 0 long 0.5\n");
+        let e = read(&docs, &queries, Some(&half), None).unwrap_err().to_string();
+        assert!(
+            e.contains("r3.txt") && e.contains("line 1") && e.contains("not an integer grade"),
+            "{e}"
+        );
     }
 
     /// The error of reading with one file replaced by `text`, as a string.

@@ -35,6 +35,10 @@ pub fn pool(parts: Vec<(String, RawDataset)>) -> RawDataset {
         for mut q in part.questions {
             q.id = p(&q.id);
             q.gold = ids(q.gold);
+            q.grades = std::mem::take(&mut q.grades)
+                .into_iter()
+                .map(|(id, g)| (p(&id), g))
+                .collect();
             q.chain = q.chain.map(|chain| chain.into_iter().map(ids).collect());
             if let Some(dec) = &mut q.decomposition {
                 for sub in dec.iter_mut() {

@@ -4,15 +4,17 @@
 //!
 //! **The rule.** Judgements are applied file by file, line by line. A judgement naming a
 //! question that does not exist is a field error (whatever its score: a typo in a query id must
-//! not pass silently). A score `<= 0` is not gold. A relevant corpus id with no passage is
-//! [`GoldNotInCorpus`](crate::Error::GoldNotInCorpus). Gold lists are deduplicated in first-seen
-//! order, so a judgement repeated within or across files counts once. Only the questions that
-//! end up with gold are kept, in their original order.
+//! not pass silently). A score `<= 0` is not gold; a positive score is the gold passage's grade
+//! ([`grade_of`]: an integer, graded nDCG's gain, as trec_eval reads it). A relevant corpus id
+//! with no passage is [`GoldNotInCorpus`](crate::Error::GoldNotInCorpus). Gold lists are
+//! deduplicated in first-seen order, so a judgement repeated within or across files counts
+//! once, at its highest grade ([`Question::add_gold`]). Only the questions that end up with
+//! gold are kept, in their original order.
 
 use std::collections::HashMap;
 use std::path::Path;
 
-use super::common::{push_unique, read_text};
+use super::common::read_text;
 use crate::error::{Error, Result};
 use crate::model::Question;
 
@@ -27,6 +29,23 @@ pub(crate) struct Qrel {
     pub corpus: String,
     /// `score` (relevant when > 0).
     pub score: f64,
+}
+
+/// The grade a judgement's score gives: `None` for a score `<= 0` (not gold), the score itself
+/// for a positive integer (`2` and `2.0` alike); `Err` says why any other score is refused: a
+/// fractional relevance has no grade trec_eval would read (it reads an integer), so graded nDCG
+/// over it would be a number no other tool prints.
+pub(crate) fn grade_of(score: f64) -> std::result::Result<Option<u32>, String> {
+    if score <= 0.0 {
+        return Ok(None);
+    }
+    if score.fract() != 0.0 || score > u32::MAX as f64 {
+        return Err(format!(
+            "relevance {score} is not an integer grade (the grade is graded nDCG's gain, an \
+             integer as trec_eval reads it)"
+        ));
+    }
+    Ok(Some(score as u32))
 }
 
 /// Read a BEIR qrels TSV (`query-id<TAB>corpus-id<TAB>score`, header line optional, blank lines
@@ -136,9 +155,9 @@ impl<'a> Judgements<'a> {
                     ),
                 )
             })?;
-            if qrel.score <= 0.0 {
-                continue;
-            }
+            let grade = grade_of(qrel.score)
+                .map_err(|why| Error::field(path, format!("line {}", qrel.line), "score", why))?;
+            let Some(grade) = grade else { continue };
             if !in_corpus(&qrel.corpus) {
                 return Err(Error::GoldNotInCorpus {
                     path: path.to_path_buf(),
@@ -147,7 +166,7 @@ impl<'a> Judgements<'a> {
                     gold: format!("{:?}", qrel.corpus),
                 });
             }
-            push_unique(&mut self.questions[q].gold, qrel.corpus);
+            self.questions[q].add_gold(qrel.corpus, grade);
         }
         Ok(())
     }
@@ -246,7 +265,7 @@ mod tests {
         .unwrap();
         j.apply(
             Path::new("b.tsv"),
-            vec![qrel(2, "q1", "d1", 3.0), qrel(3, "q1", "d3", 0.5)],
+            vec![qrel(2, "q1", "d1", 3.0), qrel(3, "q1", "d3", 1.0)],
             in_corpus,
         )
         .unwrap();
@@ -256,6 +275,41 @@ mod tests {
             vec![("q1", vec!["d1", "d3"]), ("q3", vec!["d3", "d1"])]
         );
         assert_eq!(qs[0].text, "text of q1");
+        // a repeated judgement keeps its highest grade; grade 1 is not listed
+        assert_eq!(qs[0].grade("d1"), Some(3));
+        assert_eq!(qs[0].grade("d3"), Some(1));
+        assert_eq!(qs[0].grade("d2"), None);
+        assert_eq!(qs[1].grade("d3"), Some(2));
+        assert_eq!(
+            qs[0].grades.iter().collect::<Vec<_>>(),
+            [(&"d1".to_string(), &3)]
+        );
+    }
+
+    #[test]
+    fn a_grade_is_a_positive_integer() {
+        assert_eq!(grade_of(0.0), Ok(None));
+        assert_eq!(grade_of(-1.0), Ok(None));
+        assert_eq!(grade_of(-0.5), Ok(None));
+        assert_eq!(grade_of(1.0), Ok(Some(1)));
+        assert_eq!(grade_of(4.0), Ok(Some(4)));
+        assert!(grade_of(0.5)
+            .unwrap_err()
+            .contains("0.5 is not an integer grade"));
+        assert!(grade_of(1e12).is_err());
+        let mut j = Judgements::new(questions(&["q1"]), Path::new("q.jsonl"), "query");
+        let e = j
+            .apply(
+                Path::new("a.tsv"),
+                vec![qrel(4, "q1", "d1", 1.5)],
+                in_corpus,
+            )
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "a.tsv: record line 4: field `score`: relevance 1.5 is not an integer grade (the \
+             grade is graded nDCG's gain, an integer as trec_eval reads it)"
+        );
     }
 
     #[test]

@@ -38,6 +38,7 @@ use hopbench_datasets::runfile::{self, At, RunFormat};
 use hopbench_datasets::Error as DataError;
 use serde::Serialize;
 
+use crate::analysis::measures::Graded;
 use crate::analysis::metrics::{self, At as Metric, Judged};
 use crate::pipeline::campaign::StatsConfig;
 
@@ -54,8 +55,49 @@ pub struct Qrels {
 pub struct QrelsQuery {
     /// Query id, as written.
     pub id: String,
-    /// Documents judged relevant (`rel > 0`), sorted by id, unique.
-    pub relevant: Vec<String>,
+    /// Every judged document and its grade, sorted by id, unique.
+    pub judged: Vec<(String, i64)>,
+}
+
+impl QrelsQuery {
+    /// How many documents are relevant at `level` (grade >= level).
+    pub fn relevant(&self, level: i64) -> usize {
+        self.judged.iter().filter(|(_, g)| *g >= level).count()
+    }
+
+    /// The query's graded view of `ranked` (grades per rank, `None`: unjudged).
+    fn graded(&self, ranked: Vec<Option<i64>>) -> Graded {
+        Graded::new(ranked, self.judged.iter().map(|(_, g)| *g).collect())
+    }
+}
+
+/// How equal scores are ordered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Ties {
+    /// Ascending document id (byte order), as the matrix orders chunks.
+    Id,
+    /// Descending document id (byte order), as trec_eval sorts (score, then docno, both
+    /// descending).
+    TrecEval,
+}
+
+impl Ties {
+    /// Orders two document ids of equal score.
+    fn cmp(self, a: &str, b: &str) -> std::cmp::Ordering {
+        match self {
+            Ties::Id => a.cmp(b),
+            Ties::TrecEval => b.cmp(a),
+        }
+    }
+
+    /// How the table says it.
+    fn phrase(self) -> &'static str {
+        match self {
+            Ties::Id => "ascending document id",
+            Ties::TrecEval => "descending document id (trec_eval's order)",
+        }
+    }
 }
 
 impl Qrels {
@@ -69,7 +111,7 @@ impl Qrels {
             let q = *index.entry(j.query.clone()).or_insert_with(|| {
                 queries.push(QrelsQuery {
                     id: j.query.clone(),
-                    relevant: Vec::new(),
+                    judged: Vec::new(),
                 });
                 queries.len() - 1
             });
@@ -84,15 +126,13 @@ impl Qrels {
                     ),
                 ));
             }
-            if j.rel > 0 {
-                queries[q].relevant.push(j.doc);
-            }
+            queries[q].judged.push((j.doc, j.rel));
         }
         if queries.is_empty() {
             return Err(DataError::malformed(path, "TREC qrels", "no judgements"));
         }
         for q in &mut queries {
-            q.relevant.sort_unstable();
+            q.judged.sort_unstable();
         }
         Ok(Qrels {
             path: path.to_path_buf(),
@@ -114,8 +154,8 @@ pub struct Evaluated {
     pub names: Vec<String>,
     /// The evaluated queries (those with a relevant document), in qrels order.
     pub query_ids: Vec<String>,
-    /// Per metric (in `names` order), the value of each evaluated query.
-    pub values: Vec<Vec<f64>>,
+    /// Per metric (in `names` order), the value of each evaluated query (`None`: undefined).
+    pub values: Vec<Vec<Option<f64>>>,
     /// Evaluated queries the run has no record for (scored as empty rankings).
     pub absent: usize,
     /// Judged queries without a relevant document (not evaluated).
@@ -124,20 +164,19 @@ pub struct Evaluated {
     pub records: usize,
     /// Records dropped because the qrels do not judge their query (`--unknown-ids drop`).
     pub dropped_unknown_queries: usize,
-    /// Adjacent equal scores that the ascending-id rule ordered, over every query.
+    /// Adjacent equal scores that the tie rule ordered, over every query.
     pub ties_broken: usize,
 }
 
-/// The value of `m` for a ranking of metric ids against gold ids (every metric
-/// [`metrics::measured_from_qrels`] lists is defined without a chain).
-fn value(m: &Metric, ranked: &[u32], gold: &BTreeSet<u32>) -> f64 {
-    m.score(&Judged {
-        ranked,
-        gold,
-        doc_of: &|_| None,
-        chain: None,
-    })
-    .expect("a qrels metric is defined on every query")
+/// How to score: the measures, the relevance level, the tie order.
+#[derive(Debug, Clone, Copy)]
+pub struct Rules<'a> {
+    /// The measures, in report order (each [`metrics::Metric::qrels_only`]).
+    pub which: &'a [Metric],
+    /// Relevant when grade >= level (at least 1).
+    pub level: i64,
+    /// The order of equal scores.
+    pub ties: Ties,
 }
 
 fn unknown_query(
@@ -173,9 +212,9 @@ fn duplicate(path: &Path, format: RunFormat, at: [At; 2], query: &str, doc: &str
 /// Per-query values and counts being filled in, in qrels query order.
 struct Sheet<'a> {
     qrels: &'a Qrels,
-    which: &'a [Metric],
+    rules: Rules<'a>,
     /// `values[q * which.len() + m]`.
-    values: Vec<f64>,
+    values: Vec<Option<f64>>,
     /// Whether the run named query `q`.
     seen: Vec<bool>,
     records: usize,
@@ -184,12 +223,12 @@ struct Sheet<'a> {
 }
 
 impl<'a> Sheet<'a> {
-    fn new(qrels: &'a Qrels, which: &'a [Metric]) -> Self {
+    fn new(qrels: &'a Qrels, rules: Rules<'a>) -> Self {
         let n = qrels.queries.len();
         Sheet {
             qrels,
-            which,
-            values: vec![0.0; n * which.len()],
+            rules,
+            values: vec![None; n * rules.which.len()],
             seen: vec![false; n],
             records: 0,
             dropped: 0,
@@ -197,28 +236,41 @@ impl<'a> Sheet<'a> {
         }
     }
 
-    fn record(&mut self, q: usize, ranked: &[u32], gold: &BTreeSet<u32>) {
-        let m = self.which.len();
-        for (slot, at) in self.values[q * m..(q + 1) * m].iter_mut().zip(self.which) {
-            *slot = value(at, ranked, gold);
+    /// Scores query `q`: `ranked` in metric ids, `gold` those relevant at the level, `graded`
+    /// the ranking's grades.
+    fn record(&mut self, q: usize, ranked: &[u32], gold: &BTreeSet<u32>, graded: &Graded) {
+        let judged = Judged {
+            ranked,
+            gold,
+            doc_of: &|_| None,
+            chain: None,
+            graded: Some(graded),
+            level: self.rules.level,
+        };
+        let m = self.rules.which.len();
+        for (slot, at) in self.values[q * m..(q + 1) * m]
+            .iter_mut()
+            .zip(self.rules.which)
+        {
+            *slot = at.score(&judged);
         }
     }
 
     fn finish(mut self) -> Evaluated {
-        let m = self.which.len();
+        let m = self.rules.which.len();
         let mut absent = 0;
         let mut without_relevant = 0;
         let mut query_ids = Vec::new();
         let mut values = vec![Vec::new(); m];
         for (q, query) in self.qrels.queries.iter().enumerate() {
-            if query.relevant.is_empty() {
+            if query.relevant(self.rules.level) == 0 {
                 without_relevant += 1;
                 continue;
             }
             if !self.seen[q] {
                 absent += 1;
-                let gold: BTreeSet<u32> = (0..query.relevant.len() as u32).collect();
-                self.record(q, &[], &gold);
+                let gold = gold_ids(query, self.rules.level, |j| j as u32);
+                self.record(q, &[], &gold, &query.graded(Vec::new()));
             }
             query_ids.push(query.id.clone());
             for (j, column) in values.iter_mut().enumerate() {
@@ -226,7 +278,7 @@ impl<'a> Sheet<'a> {
             }
         }
         Evaluated {
-            names: self.which.iter().map(Metric::name).collect(),
+            names: self.rules.which.iter().map(Metric::name).collect(),
             query_ids,
             values,
             absent,
@@ -236,6 +288,15 @@ impl<'a> Sheet<'a> {
             ties_broken: self.ties,
         }
     }
+}
+
+/// The metric ids of `query`'s documents relevant at `level`, `id(j)` that of its `j`-th judged
+/// document.
+fn gold_ids(query: &QrelsQuery, level: i64, id: impl Fn(usize) -> u32) -> BTreeSet<u32> {
+    (query.judged.iter().enumerate())
+        .filter(|(_, (_, g))| *g >= level)
+        .map(|(j, _)| id(j))
+        .collect()
 }
 
 /// Why the streaming pass stopped.
@@ -316,31 +377,41 @@ impl Block {
             return Err(duplicate(path, format, at, id, doc(later)));
         }
         // the ranking: score descending (a run is usually in this order already, which the
-        // stable sort detects in one pass), then each group of equal scores by ascending id
+        // stable sort detects in one pass), then each group of equal scores by the tie rule
         order.clear();
         order.extend(0..n as u32);
         let score = |i: u32| recs[i as usize].0;
         order.sort_by(|&a, &b| score(b).total_cmp(&score(a)));
+        let ties = sheet.rules.ties;
         for tied in order.chunk_by_mut(|&a, &b| score(a) == score(b)) {
             if tied.len() > 1 {
                 sheet.ties += tied.len() - 1;
-                tied.sort_unstable_by(|&a, &b| doc(a).cmp(doc(b)));
+                tied.sort_unstable_by(|&a, &b| ties.cmp(doc(a), doc(b)));
             }
         }
-        // metric ids: a relevant document is its place in the sorted relevant list, any other
-        // one |relevant| + its record index (unique: no pair is listed twice)
-        let relevant = &sheet.qrels.queries[q].relevant;
-        let g = relevant.len() as u32;
-        if g > 0 {
+        // metric ids: a judged document is its place in the sorted judged list, any other
+        // one |judged| + its record index (unique: no pair is listed twice)
+        let query = &sheet.qrels.queries[q];
+        if query.relevant(sheet.rules.level) > 0 {
+            let judged = &query.judged;
+            let g = judged.len() as u32;
+            let mut grades = Vec::with_capacity(n);
             ranked.clear();
             ranked.extend(order.iter().map(|&i| {
-                match relevant.binary_search_by(|r| r.as_str().cmp(doc(i))) {
-                    Ok(r) => r as u32,
-                    Err(_) => g + i,
+                match judged.binary_search_by(|(d, _)| d.as_str().cmp(doc(i))) {
+                    Ok(j) => {
+                        grades.push(Some(judged[j].1));
+                        j as u32
+                    }
+                    Err(_) => {
+                        grades.push(None);
+                        g + i
+                    }
                 }
             }));
-            let gold: BTreeSet<u32> = (0..g).collect();
-            sheet.record(q, ranked, &gold);
+            let gold = gold_ids(query, sheet.rules.level, |j| j as u32);
+            let graded = query.graded(grades);
+            sheet.record(q, ranked, &gold, &graded);
         }
         sheet.records += n;
         recs.clear();
@@ -355,10 +426,10 @@ pub fn evaluate(
     run: &Path,
     format: RunFormat,
     qrels: &Qrels,
-    which: &[Metric],
+    rules: Rules<'_>,
     drop_unknown: bool,
 ) -> Result<Evaluated, DataError> {
-    let mut sheet = Sheet::new(qrels, which);
+    let mut sheet = Sheet::new(qrels, rules);
     let mut block = Block {
         query: None,
         id: String::new(),
@@ -404,7 +475,7 @@ pub fn evaluate(
         Ok(())
     });
     match (stop, read) {
-        (Some(Stop::NotContiguous), _) => evaluate_grouped(run, format, qrels, which, drop_unknown),
+        (Some(Stop::NotContiguous), _) => evaluate_grouped(run, format, qrels, rules, drop_unknown),
         (Some(Stop::Error(e)), _) => Err(e),
         (None, Err(e)) => Err(e),
         (None, Ok(())) => {
@@ -415,16 +486,17 @@ pub fn evaluate(
 }
 
 /// Scores `run` against `qrels` holding every record: documents get global ids in id order
-/// (as the matrix's chunks do) and each query is ranked by `(score descending, id)`. Any record
-/// order; the reference [`evaluate`] is tested against, and its fallback.
+/// (as the matrix's chunks do) and each query is ranked by score descending, then by id in the
+/// tie rule's direction. Any record order; the reference [`evaluate`] is tested against, and its
+/// fallback.
 pub fn evaluate_grouped(
     run: &Path,
     format: RunFormat,
     qrels: &Qrels,
-    which: &[Metric],
+    rules: Rules<'_>,
     drop_unknown: bool,
 ) -> Result<Evaluated, DataError> {
-    let mut sheet = Sheet::new(qrels, which);
+    let mut sheet = Sheet::new(qrels, rules);
     let mut by_query: Vec<Vec<(String, f64)>> = vec![Vec::new(); qrels.queries.len()];
     let mut first: HashMap<(usize, String), At> = HashMap::new();
     runfile::read_run(run, format, &mut |r| {
@@ -446,21 +518,31 @@ pub fn evaluate_grouped(
     let mut ids: BTreeMap<&str, u32> = BTreeMap::new();
     for (q, recs) in by_query.iter().enumerate() {
         ids.extend(recs.iter().map(|(d, _)| (d.as_str(), 0)));
-        ids.extend(qrels.queries[q].relevant.iter().map(|d| (d.as_str(), 0)));
+        ids.extend(qrels.queries[q].judged.iter().map(|(d, _)| (d.as_str(), 0)));
     }
     for (i, id) in ids.values_mut().enumerate() {
         *id = i as u32;
     }
     for (q, recs) in by_query.iter().enumerate() {
         let mut ranked: Vec<(f64, u32)> = recs.iter().map(|(d, s)| (*s, ids[d.as_str()])).collect();
-        ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        ranked.sort_by(|a, b| {
+            let by_id = match rules.ties {
+                Ties::Id => a.1.cmp(&b.1),
+                Ties::TrecEval => b.1.cmp(&a.1),
+            };
+            b.0.total_cmp(&a.0).then(by_id)
+        });
         sheet.ties += ranked.windows(2).filter(|w| w[0].0 == w[1].0).count();
         sheet.records += recs.len();
-        let relevant = &qrels.queries[q].relevant;
-        if !relevant.is_empty() && sheet.seen[q] {
-            let gold: BTreeSet<u32> = relevant.iter().map(|d| ids[d.as_str()]).collect();
+        let query = &qrels.queries[q];
+        if query.relevant(rules.level) > 0 && sheet.seen[q] {
+            let judged: HashMap<u32, i64> = (query.judged.iter())
+                .map(|(d, g)| (ids[d.as_str()], *g))
+                .collect();
+            let gold = gold_ids(query, rules.level, |j| ids[query.judged[j].0.as_str()]);
             let list: Vec<u32> = ranked.iter().map(|&(_, id)| id).collect();
-            sheet.record(q, &list, &gold);
+            let graded = Graded::from_ids(&list, &judged);
+            sheet.record(q, &list, &gold, &graded);
         }
     }
     Ok(sheet.finish())
@@ -477,8 +559,14 @@ pub struct EvalOptions {
     pub qrels: PathBuf,
     /// Drop (and count) records of queries the qrels do not judge, instead of failing.
     pub drop_unknown: bool,
-    /// The recall cut-offs.
+    /// The recall cut-offs of the default measures.
     pub recall_k: Vec<usize>,
+    /// The measures (`None`: the default ones, [`metrics::measured_from_qrels`]).
+    pub measures: Option<Vec<Metric>>,
+    /// Relevant when grade >= level.
+    pub level: i64,
+    /// The order of equal scores.
+    pub ties: Ties,
     /// CI settings (`ci: off` computes none).
     pub stats: StatsConfig,
 }
@@ -486,11 +574,11 @@ pub struct EvalOptions {
 /// One metric's line of the report.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct MetricLine {
-    /// Mean over the evaluated queries.
-    pub mean: f64,
+    /// Mean over the evaluated queries where the measure is defined (`null`: on none).
+    pub mean: Option<f64>,
     /// Percentile-bootstrap 95% CI of the mean (`null` with CIs off).
     pub ci95: Option<[f64; 2]>,
-    /// Queries the mean is over.
+    /// Queries the mean is over (those where the measure is defined).
     pub queries: usize,
 }
 
@@ -513,13 +601,20 @@ pub struct EvalReport {
     pub records: usize,
     /// Run records dropped: their query is not judged (`--unknown-ids drop`).
     pub dropped_unknown_queries: usize,
-    /// Ties broken by ascending document id.
+    /// Ties broken by the tie rule.
     pub ties_broken: usize,
+    /// The tie rule: `id` (ascending document id) or `trec_eval` (descending).
+    pub ties: Ties,
+    /// Relevant when grade >= this level (nDCG's gain is the grade, whatever the level).
+    pub relevance_level: i64,
     /// Metric name -> mean, CI, query count.
     pub metrics: BTreeMap<String, MetricLine>,
     /// Metric names in report order (the table's row order).
     #[serde(skip)]
     pub order: Vec<String>,
+    /// The measures, in report order.
+    #[serde(skip)]
+    pub measures: Vec<Metric>,
 }
 
 /// Runs `hopbench eval`: the report and the per-query values.
@@ -532,26 +627,41 @@ pub fn run(o: &EvalOptions) -> Result<(EvalReport, Evaluated)> {
             o.run.display()
         ),
     };
+    if o.level < 1 {
+        anyhow::bail!("--relevance-level {}: must be at least 1", o.level);
+    }
     let qrels = Qrels::read(&o.qrels)?;
-    let which = metrics::measured_from_qrels(&o.recall_k);
-    let e = evaluate(&o.run, format, &qrels, &which, o.drop_unknown)?;
+    let which = match &o.measures {
+        Some(m) => m.clone(),
+        None => metrics::measured_from_qrels(&o.recall_k),
+    };
+    let rules = Rules {
+        which: &which,
+        level: o.level,
+        ties: o.ties,
+    };
+    let e = evaluate(&o.run, format, &qrels, rules, o.drop_unknown)?;
     if e.query_ids.is_empty() {
         anyhow::bail!(
-            "{}: no query has a relevant judgement (rel > 0): nothing to evaluate",
-            o.qrels.display()
+            "{}: no query has a relevant judgement (grade >= {}): nothing to evaluate",
+            o.qrels.display(),
+            o.level
         );
     }
-    let columns: Vec<&[f64]> = e.values.iter().map(Vec::as_slice).collect();
+    let defined: Vec<Vec<f64>> = (e.values.iter())
+        .map(|v| v.iter().flatten().copied().collect())
+        .collect();
+    let columns: Vec<&[f64]> = defined.iter().map(Vec::as_slice).collect();
     let cis = o.stats.mean_cis(&columns);
     let metrics = e
         .names
         .iter()
-        .zip(&e.values)
+        .zip(&defined)
         .zip(cis)
         .map(|((name, v), ci95)| {
             let line = MetricLine {
-                mean: metrics::mean(v.iter().copied()).expect("at least one query"),
-                ci95,
+                mean: metrics::mean(v.iter().copied()),
+                ci95: ci95.filter(|_| !v.is_empty()),
                 queries: v.len(),
             };
             (name.clone(), line)
@@ -567,8 +677,11 @@ pub fn run(o: &EvalOptions) -> Result<(EvalReport, Evaluated)> {
         records: e.records,
         dropped_unknown_queries: e.dropped_unknown_queries,
         ties_broken: e.ties_broken,
+        ties: o.ties,
+        relevance_level: o.level,
         metrics,
         order: e.names.clone(),
+        measures: which,
     };
     Ok((report, e))
 }
@@ -578,7 +691,8 @@ pub fn table(r: &EvalReport) -> String {
     let mut out = format!(
         "run    {} ({}): {} records scored{}\nqrels  {}: {} queries evaluated, {} absent from the \
          run (scored as empty rankings), {} judged without a relevant document (not evaluated)\n\
-         ties   {} broken by ascending document id\n\n",
+         ties   {} broken by {}\n\
+         gains  nDCG: the grade (negative as 0); every other measure: relevant when grade >= {}\n\n",
         r.run,
         r.format,
         r.records,
@@ -595,6 +709,8 @@ pub fn table(r: &EvalReport) -> String {
         r.queries_absent,
         r.queries_without_relevant,
         r.ties_broken,
+        r.ties.phrase(),
+        r.relevance_level,
     );
     let width = r.order.iter().map(String::len).max().unwrap_or(6).max(6);
     out.push_str(&format!(
@@ -606,9 +722,10 @@ pub fn table(r: &EvalReport) -> String {
         let ci = m
             .ci95
             .map_or("—".to_string(), |[lo, hi]| format!("[{lo:.4}, {hi:.4}]"));
+        let mean = m.mean.map_or("—".to_string(), |v| format!("{v:.4}"));
         out.push_str(&format!(
-            "{name:<width$}  {:>6.4}  {ci:<16}  {}\n",
-            m.mean, m.queries
+            "{name:<width$}  {mean:>6}  {ci:<16}  {}\n",
+            m.queries
         ));
     }
     out
@@ -623,7 +740,50 @@ pub fn tsv(r: &EvalReport) -> String {
         let (lo, hi) = m.ci95.map_or((String::new(), String::new()), |[l, h]| {
             (l.to_string(), h.to_string())
         });
-        out.push_str(&format!("{name}\t{}\t{lo}\t{hi}\t{}\n", m.mean, m.queries));
+        let mean = m.mean.map_or(String::new(), |v| v.to_string());
+        out.push_str(&format!("{name}\t{mean}\t{lo}\t{hi}\t{}\n", m.queries));
+    }
+    out
+}
+
+/// The values in trec_eval's output format: `measure<TAB>qid<TAB>value` lines, the measure
+/// name left-aligned in 22 columns (trec_eval's `%-22s`), values with 4 decimals (`%6.4f`) and
+/// counts as integers; with `per_query`, every query's lines first (queries in byte order of
+/// their ids, as trec_eval sorts them), then the `all` lines: the mean over the queries where
+/// the measure is defined, a count's sum. A measure trec_eval lacks keeps hopbench's name; an
+/// undefined per-query value has no line.
+pub fn trec_eval(e: &Evaluated, which: &[Metric], per_query: bool) -> String {
+    let name = |m: &Metric| m.trec_name().unwrap_or_else(|| m.name());
+    let value = |m: &Metric, v: f64| {
+        if m.metric.count {
+            format!("{v:.0}")
+        } else {
+            format!("{v:6.4}")
+        }
+    };
+    let mut out = String::new();
+    if per_query {
+        let mut order: Vec<usize> = (0..e.query_ids.len()).collect();
+        order.sort_by(|&a, &b| e.query_ids[a].cmp(&e.query_ids[b]));
+        for i in order {
+            for (m, column) in which.iter().zip(&e.values) {
+                if let Some(v) = column[i] {
+                    let line = format!("{:<22}\t{}\t{}\n", name(m), e.query_ids[i], value(m, v));
+                    out.push_str(&line);
+                }
+            }
+        }
+    }
+    for (m, column) in which.iter().zip(&e.values) {
+        let defined = column.iter().flatten().copied();
+        let all = if m.metric.count {
+            Some(defined.sum())
+        } else {
+            metrics::mean(defined)
+        };
+        if let Some(v) = all {
+            out.push_str(&format!("{:<22}\tall\t{}\n", name(m), value(m, v)));
+        }
     }
     out
 }
@@ -637,7 +797,7 @@ pub fn write_per_query(path: &Path, e: &Evaluated) -> Result<()> {
         .map(str::to_ascii_lowercase);
     let text = match ext.as_deref() {
         Some("json") => {
-            let map: BTreeMap<&str, BTreeMap<&str, f64>> = e
+            let map: BTreeMap<&str, BTreeMap<&str, Option<f64>>> = e
                 .query_ids
                 .iter()
                 .enumerate()
@@ -659,7 +819,7 @@ pub fn write_per_query(path: &Path, e: &Evaluated) -> Result<()> {
                 out.push_str(q);
                 for v in &e.values {
                     out.push('\t');
-                    out.push_str(&v[i].to_string());
+                    out.push_str(&v[i].map_or(String::new(), |x| x.to_string()));
                 }
                 out.push('\n');
             }
@@ -689,9 +849,27 @@ mod tests {
         metrics::measured_from_qrels(&[1, 2, 5, 10, 20])
     }
 
+    /// Every measure `eval` can compute, at a few cut-offs, one at its own level.
+    fn every_measure() -> Vec<Metric> {
+        let names = "recall@1,recall@30,ndcg,ndcg@3,mrr,mrr@2,AP,AP@5,P@1,P@40,Rprec,\
+                     Success@3,Judged@5,Bpref,NumRet,NumRel,NumRelRet,NumRelRet@4,P(rel=2)@5";
+        Metric::parse_list(&[names.to_string()]).unwrap()
+    }
+
+    /// The default measures, level 1, ties by ascending id.
+    fn rules(which: &[Metric]) -> Rules<'_> {
+        Rules {
+            which,
+            level: 1,
+            ties: Ties::Id,
+        }
+    }
+
     fn both(run: &Path, qrels: &Qrels, drop: bool) -> Result<Evaluated, String> {
-        let fast = evaluate(run, RunFormat::Trec, qrels, &which(), drop).map_err(|e| e.to_string());
-        let slow = evaluate_grouped(run, RunFormat::Trec, qrels, &which(), drop)
+        let which = which();
+        let fast =
+            evaluate(run, RunFormat::Trec, qrels, rules(&which), drop).map_err(|e| e.to_string());
+        let slow = evaluate_grouped(run, RunFormat::Trec, qrels, rules(&which), drop)
             .map_err(|e| e.to_string());
         assert_eq!(fast, slow);
         fast
@@ -724,14 +902,17 @@ mod tests {
             (1, 1, 1, 6)
         );
         let col = |name: &str| &e.values[e.names.iter().position(|n| n == name).unwrap()];
-        assert_eq!(col("recall@1"), &[0.5, 0.0, 0.0]);
-        assert_eq!(col("recall@2"), &[0.5, 1.0, 0.0]);
-        assert_eq!(col("recall@5"), &[1.0, 1.0, 0.0]);
-        assert_eq!(col("mrr@10"), &[1.0, 0.5, 0.0]);
+        let some = |v: [f64; 3]| v.map(Some);
+        assert_eq!(col("recall@1"), &some([0.5, 0.0, 0.0]));
+        assert_eq!(col("recall@2"), &some([0.5, 1.0, 0.0]));
+        assert_eq!(col("recall@5"), &some([1.0, 1.0, 0.0]));
+        assert_eq!(col("mrr@10"), &some([1.0, 0.5, 0.0]));
         let ndcg = col("ndcg@10");
-        assert!((ndcg[0] - (d(0) + d(2)) / (d(0) + d(1))).abs() < 1e-15);
-        assert!((ndcg[1] - d(1)).abs() < 1e-15);
-        assert_eq!(ndcg[2], 0.0);
+        // query a is graded: d1 (grade 1) at rank 0, d2 (grade 2) at rank 2; ideal 2, 1
+        let want = (d(0) + 2.0 * d(2)) / (2.0 * d(0) + d(1));
+        assert!((ndcg[0].unwrap() - want).abs() < 1e-15);
+        assert!((ndcg[1].unwrap() - d(1)).abs() < 1e-15);
+        assert_eq!(ndcg[2], Some(0.0));
     }
 
     #[test]
@@ -800,7 +981,7 @@ mod tests {
                 ));
             }
             for d in 0..rng.below(5) {
-                let rel = rng.below(3);
+                let rel = rng.below(5) as i64 - 1;
                 let name = format!("doc{}{}", "x".repeat(rng.below(3)), rng.below(40) + d * 50);
                 qrels.push_str(&format!("q{q} 0 {name} {rel}\n"));
             }
@@ -827,8 +1008,19 @@ mod tests {
                 // a random qrels may judge one pair twice: the error is the point of another test
                 Err(_) => continue,
             };
-            let fast = evaluate(&run, RunFormat::Trec, &q, &which(), false);
-            let slow = evaluate_grouped(&run, RunFormat::Trec, &q, &which(), false);
+            // every measure, either tie order, levels 1 and 2
+            let all = every_measure();
+            let r = Rules {
+                which: &all,
+                level: 1 + (seed % 2) as i64,
+                ties: if seed % 4 < 2 {
+                    Ties::Id
+                } else {
+                    Ties::TrecEval
+                },
+            };
+            let fast = evaluate(&run, RunFormat::Trec, &q, r, false);
+            let slow = evaluate_grouped(&run, RunFormat::Trec, &q, r, false);
             match (fast, slow) {
                 (Ok(f), Ok(s)) => {
                     assert_eq!(f, s, "seed {seed}");
@@ -873,9 +1065,9 @@ mod tests {
             ],
         )
         .unwrap();
-        let t = evaluate(&trec, RunFormat::Trec, &q, &which(), false).unwrap();
-        let j = evaluate(&json_path, RunFormat::Json, &q, &which(), false).unwrap();
-        let p = evaluate(&pq_path, RunFormat::Parquet, &q, &which(), false).unwrap();
+        let t = evaluate(&trec, RunFormat::Trec, &q, rules(&which()), false).unwrap();
+        let j = evaluate(&json_path, RunFormat::Json, &q, rules(&which()), false).unwrap();
+        let p = evaluate(&pq_path, RunFormat::Parquet, &q, rules(&which()), false).unwrap();
         assert!(t.ties_broken > 0);
         assert_eq!(t, j);
         assert_eq!(t, p);

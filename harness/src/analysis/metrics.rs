@@ -23,6 +23,8 @@
 
 use std::collections::BTreeSet;
 
+use crate::analysis::measures::{self, Graded};
+
 /// The first `k` positions of `ranked` (all of it when `k >= ranked.len()`).
 fn top(ranked: &[u32], k: usize) -> &[u32] {
     &ranked[..k.min(ranked.len())]
@@ -155,12 +157,47 @@ pub fn full_chain_hit_at_k(ranked: &[u32], chain: Option<&[Vec<u32>]>, k: usize)
 pub struct Judged<'a> {
     /// Selected chunk indices in rank order (duplicates possible, see the module note).
     pub ranked: &'a [u32],
-    /// Gold chunk indices.
+    /// Gold chunk indices (relevant at [`Judged::level`]).
     pub gold: &'a BTreeSet<u32>,
     /// The document of a chunk (`None`: unknown), from the export, never from a leg.
     pub doc_of: &'a dyn Fn(u32) -> Option<u32>,
     /// The published evidence chain, one slot of chunk indices per hop (`None`: no chain).
     pub chain: Option<&'a [Vec<u32>]>,
+    /// The ranking against graded judgements, where the judgements carry grades (`hopbench
+    /// eval`'s qrels); `None`: gold is a set, every gold chunk grade 1, nothing else judged.
+    pub graded: Option<&'a Graded>,
+    /// The relevance level `gold` holds the documents of (1 for a gold set).
+    pub level: i64,
+}
+
+impl Judged<'_> {
+    /// The graded view, made from the gold set where there are no grades.
+    fn view(&self) -> std::borrow::Cow<'_, Graded> {
+        match self.graded {
+            Some(g) => std::borrow::Cow::Borrowed(g),
+            None => std::borrow::Cow::Owned(Graded::from_gold(self.ranked, self.gold)),
+        }
+    }
+
+    /// The relevance level of a measure: its own (`P(rel=2)@5`) or the judgements'.
+    fn level(&self, rel: Option<i64>) -> i64 {
+        rel.unwrap_or(self.level)
+    }
+
+    /// A binary measure of the seed's rows: the gold-set function where gold is the judgement
+    /// at the measure's level, else the graded one (which gives the same values on the same
+    /// judgements), 0 where the graded one is undefined (the seed scores empty gold 0).
+    fn seed(
+        &self,
+        rel: Option<i64>,
+        on_gold: impl Fn(&[u32], &BTreeSet<u32>) -> f64,
+        on_grades: impl Fn(&Graded, i64) -> Option<f64>,
+    ) -> Option<f64> {
+        if self.graded.is_none() && self.level(rel) == self.level {
+            return Some(on_gold(self.ranked, self.gold));
+        }
+        Some(on_grades(&self.view(), self.level(rel)).unwrap_or(0.0))
+    }
 }
 
 /// Where a metric's measured cut-offs come from.
@@ -172,6 +209,17 @@ pub enum Cuts {
     RecallK,
 }
 
+/// Whether a metric takes a cut-off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CutRule {
+    /// Always (`P@5`).
+    Required,
+    /// With or without (`AP`, `AP@100`).
+    Optional,
+    /// Never (`Rprec`).
+    Never,
+}
+
 /// A matrix-table column: the metric at cut-off `k`, printed with its 95% CI when `ci`.
 #[derive(Debug, Clone, Copy)]
 pub struct Column {
@@ -180,6 +228,20 @@ pub struct Column {
     /// Print the bootstrap CI beside the mean.
     pub ci: bool,
 }
+
+/// A metric's names in trec_eval (`None`: trec_eval has no such measure).
+#[derive(Debug, Clone, Copy)]
+pub struct TrecName {
+    /// Without a cut-off (`map`).
+    pub uncut: Option<&'static str>,
+    /// The stem with a cut-off (`map_cut` -> `map_cut_100`, read as `map_cut.100` too).
+    pub cut: Option<&'static str>,
+}
+
+const NO_TREC: TrecName = TrecName {
+    uncut: None,
+    cut: None,
+};
 
 /// One row of [`METRICS`]: a metric and every place it appears.
 ///
@@ -191,10 +253,21 @@ pub struct Metric {
     pub name: &'static str,
     /// Stem of table headers (`R` -> `R@10`).
     pub short: &'static str,
+    /// Other stems that name it in a measure list (ir_measures' and ranx's; any case).
+    pub aliases: &'static [&'static str],
+    /// Its trec_eval names.
+    pub trec: TrecName,
+    /// Whether it takes a cut-off.
+    pub cut: CutRule,
+    /// Whether it reads a relevance level (a binary measure: `P(rel=2)@5`).
+    pub leveled: bool,
+    /// A count (trec_eval prints it as an integer, and its `all` line is the sum).
+    pub count: bool,
     /// Cut-offs measured per query, kept in summaries and records.
     pub cuts: Cuts,
-    /// The per-query value at cut-off `k` (`None`: undefined for this query).
-    pub score: fn(&Judged<'_>, usize) -> Option<f64>,
+    /// The per-query value at cut-off `k` and relevance level `rel` (`None`: the judgements'
+    /// level); `None`: undefined for this query.
+    pub score: fn(&Judged<'_>, Option<usize>, Option<i64>) -> Option<f64>,
     /// Columns of the matrix table.
     pub matrix: &'static [Column],
     /// Cut-offs measured at every budget of a budget curve.
@@ -206,13 +279,79 @@ pub struct Metric {
     pub qrels_only: bool,
 }
 
+/// A measure only `hopbench eval -m` (or a view that names it) measures: no default cut-offs,
+/// in no view, defined by a ranking and judgements alone.
+const fn measure(
+    name: &'static str,
+    aliases: &'static [&'static str],
+    trec: TrecName,
+    cut: CutRule,
+    leveled: bool,
+    score: fn(&Judged<'_>, Option<usize>, Option<i64>) -> Option<f64>,
+) -> Metric {
+    Metric {
+        name,
+        short: name,
+        aliases,
+        trec,
+        cut,
+        leveled,
+        count: false,
+        cuts: Cuts::Fixed(&[]),
+        score,
+        matrix: &[],
+        curve: &[],
+        breakdown: &[],
+        qrels_only: true,
+    }
+}
+
+/// A count of documents (`num_ret`): printed as an integer by trec_eval.
+const fn count(
+    name: &'static str,
+    alias: &'static [&'static str],
+    trec: &'static str,
+    cut: CutRule,
+    leveled: bool,
+    score: fn(&Judged<'_>, Option<usize>, Option<i64>) -> Option<f64>,
+) -> Metric {
+    let mut m = measure(
+        name,
+        alias,
+        TrecName {
+            uncut: Some(trec),
+            cut: None,
+        },
+        cut,
+        leveled,
+        score,
+    );
+    m.count = true;
+    m
+}
+
 /// Every metric, in report order (the order of record columns and table columns).
 pub const METRICS: &[Metric] = &[
     Metric {
         name: "recall",
         short: "R",
+        aliases: &["R"],
+        trec: TrecName {
+            uncut: None,
+            cut: Some("recall"),
+        },
+        cut: CutRule::Required,
+        leveled: true,
+        count: false,
         cuts: Cuts::RecallK,
-        score: |q, k| Some(recall_at_k(q.ranked, q.gold, k)),
+        score: |q, k, rel| {
+            let k = k?;
+            q.seed(
+                rel,
+                |r, g| recall_at_k(r, g, k),
+                |g, l| measures::recall(g, l, k),
+            )
+        },
         matrix: &[
             Column { k: 2, ci: false },
             Column { k: 5, ci: false },
@@ -225,8 +364,20 @@ pub const METRICS: &[Metric] = &[
     Metric {
         name: "ndcg",
         short: "nDCG",
+        aliases: &[],
+        trec: TrecName {
+            uncut: Some("ndcg"),
+            cut: Some("ndcg_cut"),
+        },
+        cut: CutRule::Optional,
+        leveled: false,
+        count: false,
         cuts: Cuts::Fixed(&[10]),
-        score: |q, k| Some(ndcg_at_k(q.ranked, q.gold, k)),
+        // gain = grade where the judgements carry grades; binary on a gold set
+        score: |q, k, _| match (q.graded, k) {
+            (None, Some(k)) => Some(ndcg_at_k(q.ranked, q.gold, k)),
+            _ => Some(measures::ndcg(&q.view(), k).unwrap_or(0.0)),
+        },
         matrix: &[Column { k: 10, ci: false }],
         curve: &[10],
         breakdown: &[10],
@@ -235,8 +386,23 @@ pub const METRICS: &[Metric] = &[
     Metric {
         name: "mrr",
         short: "MRR",
+        aliases: &["RR"],
+        trec: TrecName {
+            uncut: Some("recip_rank"),
+            cut: None,
+        },
+        cut: CutRule::Optional,
+        leveled: true,
+        count: false,
         cuts: Cuts::Fixed(&[10]),
-        score: |q, k| Some(mrr_at_k(q.ranked, q.gold, k)),
+        score: |q, k, rel| {
+            let k = k.unwrap_or(usize::MAX);
+            q.seed(
+                rel,
+                |r, g| mrr_at_k(r, g, k),
+                |g, l| Some(measures::rr(g, l, Some(k))),
+            )
+        },
         matrix: &[],
         curve: &[],
         breakdown: &[],
@@ -245,8 +411,13 @@ pub const METRICS: &[Metric] = &[
     Metric {
         name: "doc_recall",
         short: "docR",
+        aliases: &[],
+        trec: NO_TREC,
+        cut: CutRule::Required,
+        leveled: false,
+        count: false,
         cuts: Cuts::Fixed(&[5, 10]),
-        score: |q, k| Some(doc_recall_at_k(q.ranked, q.gold, q.doc_of, k)),
+        score: |q, k, _| Some(doc_recall_at_k(q.ranked, q.gold, q.doc_of, k?)),
         matrix: &[Column { k: 10, ci: false }],
         curve: &[10],
         breakdown: &[],
@@ -255,8 +426,13 @@ pub const METRICS: &[Metric] = &[
     Metric {
         name: "chain_coverage",
         short: "chain",
+        aliases: &[],
+        trec: NO_TREC,
+        cut: CutRule::Required,
+        leveled: false,
+        count: false,
         cuts: Cuts::Fixed(&[10]),
-        score: |q, k| chain_coverage_at_k(q.ranked, q.chain, k),
+        score: |q, k, _| chain_coverage_at_k(q.ranked, q.chain, k?),
         matrix: &[Column { k: 10, ci: false }],
         curve: &[10],
         breakdown: &[],
@@ -265,49 +441,270 @@ pub const METRICS: &[Metric] = &[
     Metric {
         name: "full_chain_hit",
         short: "fullchain",
+        aliases: &[],
+        trec: NO_TREC,
+        cut: CutRule::Required,
+        leveled: false,
+        count: false,
         cuts: Cuts::Fixed(&[10]),
-        score: |q, k| full_chain_hit_at_k(q.ranked, q.chain, k),
+        score: |q, k, _| full_chain_hit_at_k(q.ranked, q.chain, k?),
         matrix: &[Column { k: 10, ci: true }],
         curve: &[10],
         breakdown: &[],
         qrels_only: false,
     },
+    measure(
+        "AP",
+        &["map"],
+        TrecName {
+            uncut: Some("map"),
+            cut: Some("map_cut"),
+        },
+        CutRule::Optional,
+        true,
+        |q, k, rel| measures::ap(&q.view(), q.level(rel), k),
+    ),
+    measure(
+        "P",
+        &["precision"],
+        TrecName {
+            uncut: None,
+            cut: Some("P"),
+        },
+        CutRule::Required,
+        true,
+        |q, k, rel| Some(measures::precision(&q.view(), q.level(rel), k?)),
+    ),
+    measure(
+        "Rprec",
+        &["r-precision", "r_precision"],
+        TrecName {
+            uncut: Some("Rprec"),
+            cut: None,
+        },
+        CutRule::Never,
+        true,
+        |q, _, rel| measures::rprec(&q.view(), q.level(rel)),
+    ),
+    measure(
+        "Success",
+        &["hit_rate"],
+        TrecName {
+            uncut: None,
+            cut: Some("success"),
+        },
+        CutRule::Required,
+        true,
+        |q, k, rel| Some(measures::success(&q.view(), q.level(rel), k?)),
+    ),
+    measure(
+        "Judged",
+        &[],
+        NO_TREC,
+        CutRule::Required,
+        false,
+        |q, k, _| Some(measures::judged(&q.view(), k?)),
+    ),
+    measure(
+        "Bpref",
+        &[],
+        TrecName {
+            uncut: Some("bpref"),
+            cut: None,
+        },
+        CutRule::Never,
+        true,
+        |q, _, rel| measures::bpref(&q.view(), q.level(rel)),
+    ),
+    count(
+        "NumRet",
+        &[],
+        "num_ret",
+        CutRule::Never,
+        false,
+        |q, _, _| Some(measures::num_ret(&q.view())),
+    ),
+    count(
+        "NumRel",
+        &[],
+        "num_rel",
+        CutRule::Never,
+        true,
+        |q, _, rel| Some(measures::num_rel(&q.view(), q.level(rel))),
+    ),
+    count(
+        "NumRelRet",
+        &["hits"],
+        "num_rel_ret",
+        CutRule::Optional,
+        true,
+        |q, k, rel| Some(measures::num_rel_ret(&q.view(), q.level(rel), k)),
+    ),
 ];
 
 /// The metric a one-line comparison leads with (`compare`'s table): recall@10.
 pub fn headline() -> At {
-    At {
-        metric: METRICS
+    At::new(
+        METRICS
             .iter()
             .find(|m| m.name == "recall")
             .expect("recall is a row of METRICS"),
-        k: 10,
-    }
+        10,
+    )
 }
 
-/// One metric at one cut-off: a summary key, a record column, a table column.
+/// One metric at one cut-off (and relevance level): a summary key, a record column, a table
+/// column.
 #[derive(Clone, Copy)]
 pub struct At {
     /// The row.
     pub metric: &'static Metric,
-    /// The cut-off.
-    pub k: usize,
+    /// The cut-off (`None`: the whole ranking, for a metric whose cut-off is optional).
+    pub k: Option<usize>,
+    /// Its own relevance level (`P(rel=2)@5`; `None`: the judgements' level).
+    pub rel: Option<i64>,
 }
 
 impl At {
-    /// The summary key and record column (`recall@10`).
+    /// The row at cut-off `k`, at the judgements' level.
+    pub fn new(metric: &'static Metric, k: usize) -> At {
+        At {
+            metric,
+            k: Some(k),
+            rel: None,
+        }
+    }
+
+    fn with_stem(&self, stem: &str) -> String {
+        let mut s = stem.to_string();
+        if let Some(rel) = self.rel {
+            s.push_str(&format!("(rel={rel})"));
+        }
+        if let Some(k) = self.k {
+            s.push_str(&format!("@{k}"));
+        }
+        s
+    }
+
+    /// The summary key and record column (`recall@10`, `AP`, `P(rel=2)@5`).
     pub fn name(&self) -> String {
-        format!("{}@{}", self.metric.name, self.k)
+        self.with_stem(self.metric.name)
     }
 
     /// The table header (`R@10`).
     pub fn label(&self) -> String {
-        format!("{}@{}", self.metric.short, self.k)
+        self.with_stem(self.metric.short)
+    }
+
+    /// trec_eval's name (`ndcg_cut_10`, `map`), where trec_eval has the measure and no level
+    /// of its own is asked for (trec_eval's level is one for every measure, its `-l`).
+    pub fn trec_name(&self) -> Option<String> {
+        if self.rel.is_some() {
+            return None;
+        }
+        match self.k {
+            None => self.metric.trec.uncut.map(str::to_string),
+            Some(k) => self.metric.trec.cut.map(|c| format!("{c}_{k}")),
+        }
     }
 
     /// The value for one query.
     pub fn score(&self, q: &Judged<'_>) -> Option<f64> {
-        (self.metric.score)(q, self.k)
+        (self.metric.score)(q, self.k, self.rel)
+    }
+
+    /// Reads one measure name in any of the spellings the table knows: hopbench's
+    /// (`recall@10`, `AP@100`), ir_measures' (`R@10`, `nDCG@10`, `P(rel=2)@5`, `RR`), ranx's
+    /// (`ndcg@10`, `map@100`, `precision@5`, `mrr`) and trec_eval's (`ndcg_cut.10`,
+    /// `ndcg_cut_10`, `map`, `P_5`, `recip_rank`). Stems match in any case.
+    pub fn parse(text: &str) -> Result<At, String> {
+        let bad = |why: &str| format!("measure `{text}`: {why}");
+        let (stem, k) = match text.rsplit_once('@') {
+            Some((s, k)) => (s, Some(k)),
+            None => (text, None),
+        };
+        let (stem, rel) = match stem.strip_suffix(')').and_then(|s| s.split_once("(rel=")) {
+            Some((s, r)) => (s, Some(r)),
+            None => (stem, None),
+        };
+        let number = |s: &str, what: &str| -> Result<usize, String> {
+            match s.parse::<usize>() {
+                Ok(n) if n > 0 => Ok(n),
+                _ => Err(bad(&format!("{what} `{s}` is not a positive integer"))),
+            }
+        };
+        let mut k = k.map(|k| number(k, "the cut-off")).transpose()?;
+        let rel = rel
+            .map(|r| number(r, "the relevance level"))
+            .transpose()?
+            .map(|r| r as i64);
+        let same = |a: &str| a.eq_ignore_ascii_case(stem);
+        let mut found = METRICS
+            .iter()
+            .find(|m| same(m.name) || same(m.short) || m.aliases.iter().any(|a| same(a)));
+        if found.is_none() && k.is_none() && rel.is_none() {
+            // trec_eval: `map`, `ndcg_cut.10`, `ndcg_cut_10`
+            for m in METRICS {
+                if m.trec.uncut.is_some_and(same) {
+                    found = Some(m);
+                    break;
+                }
+                let Some(cut) = m.trec.cut else { continue };
+                let tail = stem
+                    .get(..cut.len())
+                    .filter(|head| head.eq_ignore_ascii_case(cut))
+                    .and_then(|_| stem[cut.len()..].strip_prefix(['.', '_']));
+                if let Some(tail) = tail {
+                    k = Some(number(tail, "the cut-off")?);
+                    found = Some(m);
+                    break;
+                }
+            }
+        }
+        let Some(metric) = found else {
+            return Err(bad("unknown (`hopbench eval --help` lists the measures)"));
+        };
+        if !metric.qrels_only {
+            return Err(bad(
+                "needs the corpus's documents or a chain, which a run and qrels do not give",
+            ));
+        }
+        match (metric.cut, k) {
+            (CutRule::Required, None) => return Err(bad("needs a cut-off (`@k`)")),
+            (CutRule::Never, Some(_)) => return Err(bad("takes no cut-off")),
+            _ => {}
+        }
+        if rel.is_some() && !metric.leveled {
+            return Err(bad("reads no relevance level (`(rel=N)`)"));
+        }
+        Ok(At { metric, k, rel })
+    }
+
+    /// Reads a measure list: each item one name or a comma list of names; a bare number after
+    /// a measure with a cut-off is that measure at another cut-off (trec_eval's `P.5,10`).
+    /// Repeats are dropped, the first kept.
+    pub fn parse_list(items: &[String]) -> Result<Vec<At>, String> {
+        let mut out: Vec<At> = Vec::new();
+        for item in items {
+            let mut last: Option<At> = None;
+            for part in item.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+                let at = match (last, part.parse::<usize>()) {
+                    (Some(prev), Ok(k)) if prev.k.is_some() && k > 0 => At { k: Some(k), ..prev },
+                    _ => At::parse(part)?,
+                };
+                last = Some(at);
+                if !out.iter().any(|o| o.name() == at.name()) {
+                    out.push(at);
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+impl PartialEq for At {
+    fn eq(&self, other: &At) -> bool {
+        std::ptr::eq(self.metric, other.metric) && self.k == other.k && self.rel == other.rel
     }
 }
 
@@ -326,7 +723,7 @@ pub fn measured(recall_k: &[usize]) -> Vec<At> {
                 Cuts::Fixed(ks) => ks,
                 Cuts::RecallK => recall_k,
             };
-            cuts.iter().map(move |&k| At { metric, k })
+            cuts.iter().map(move |&k| At::new(metric, k))
         })
         .collect()
 }
@@ -348,7 +745,7 @@ pub fn matrix_columns() -> Vec<(At, bool)> {
             metric
                 .matrix
                 .iter()
-                .map(move |c| (At { metric, k: c.k }, c.ci))
+                .map(move |c| (At::new(metric, c.k), c.ci))
         })
         .collect()
 }
@@ -366,7 +763,7 @@ pub fn breakdown_columns() -> Vec<At> {
 fn views(cuts: impl Fn(&'static Metric) -> &'static [usize]) -> Vec<At> {
     METRICS
         .iter()
-        .flat_map(|metric| cuts(metric).iter().map(move |&k| At { metric, k }))
+        .flat_map(|metric| cuts(metric).iter().map(move |&k| At::new(metric, k)))
         .collect()
 }
 
@@ -649,6 +1046,8 @@ mod tests {
             gold,
             doc_of,
             chain,
+            graded: None,
+            level: 1,
         };
         measured(&[1, 2, 5, 10, 20])
             .iter()
@@ -821,11 +1220,131 @@ mod tests {
         let few: Vec<String> = measured(&[3]).iter().map(At::name).collect();
         assert_eq!(few[0], "recall@3");
         assert_eq!(few.len(), 7);
-        // names and headers are unique across the table
-        let mut stems: Vec<&str> = METRICS.iter().flat_map(|m| [m.name, m.short]).collect();
-        stems.sort_unstable();
-        stems.dedup();
-        assert_eq!(stems.len(), 2 * METRICS.len());
+        // names, headers and aliases each name one row (in any case)
+        for (i, a) in METRICS.iter().enumerate() {
+            for b in &METRICS[i + 1..] {
+                let stems = |m: &Metric| {
+                    let mut v = vec![m.name, m.short];
+                    v.extend(m.aliases);
+                    v.extend(m.trec.uncut);
+                    v.iter().map(|s| s.to_ascii_lowercase()).collect::<Vec<_>>()
+                };
+                let (sa, sb) = (stems(a), stems(b));
+                assert!(
+                    sa.iter().all(|s| !sb.contains(s)),
+                    "{} and {}",
+                    a.name,
+                    b.name
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn measure_names_in_every_spelling() {
+        let name = |s: &str| At::parse(s).map(|a| a.name());
+        for (spellings, want) in [
+            (
+                &["recall@100", "R@100", "recall_100", "recall.100"][..],
+                "recall@100",
+            ),
+            (
+                &[
+                    "ndcg@10",
+                    "nDCG@10",
+                    "NDCG@10",
+                    "ndcg_cut_10",
+                    "ndcg_cut.10",
+                ],
+                "ndcg@10",
+            ),
+            (&["ndcg", "nDCG"], "ndcg"),
+            (&["mrr", "RR", "recip_rank"], "mrr"),
+            (&["mrr@10", "RR@10"], "mrr@10"),
+            (&["AP", "map"], "AP"),
+            (
+                &["AP@100", "map@100", "map_cut_100", "map_cut.100"],
+                "AP@100",
+            ),
+            (&["P@5", "precision@5", "P_5", "P.5"], "P@5"),
+            (&["Rprec", "r-precision", "R-Precision"], "Rprec"),
+            (
+                &["Success@5", "hit_rate@5", "success_5", "success.5"],
+                "Success@5",
+            ),
+            (&["Judged@10"], "Judged@10"),
+            (&["Bpref", "bpref"], "Bpref"),
+            (&["NumRet", "num_ret"], "NumRet"),
+            (&["NumRelRet", "num_rel_ret"], "NumRelRet"),
+            (&["P(rel=2)@5"], "P(rel=2)@5"),
+        ] {
+            for s in spellings {
+                assert_eq!(name(s).as_deref(), Ok(want), "{s}");
+            }
+        }
+        let trec = |s: &str| At::parse(s).unwrap().trec_name();
+        assert_eq!(trec("nDCG@10").as_deref(), Some("ndcg_cut_10"));
+        assert_eq!(trec("AP").as_deref(), Some("map"));
+        assert_eq!(trec("RR").as_deref(), Some("recip_rank"));
+        assert_eq!(trec("RR@10"), None);
+        assert_eq!(trec("P(rel=2)@5"), None);
+        for (bad, why) in [
+            ("P", "needs a cut-off"),
+            ("Rprec@10", "takes no cut-off"),
+            ("P@0", "not a positive integer"),
+            ("P@x", "not a positive integer"),
+            ("nDCG(rel=2)@10", "reads no relevance level"),
+            ("doc_recall@10", "needs the corpus"),
+            ("ERR@10", "unknown"),
+        ] {
+            let e = At::parse(bad).unwrap_err();
+            assert!(e.contains(bad) && e.contains(why), "{bad}: {e}");
+        }
+        let list = |items: &[&str]| {
+            let items: Vec<String> = items.iter().map(|s| s.to_string()).collect();
+            At::parse_list(&items).map(|v| v.iter().map(At::name).collect::<Vec<_>>())
+        };
+        assert_eq!(
+            list(&["nDCG@10,AP", "P.5,10", "ndcg_cut_10"]).unwrap(),
+            ["ndcg@10", "AP", "P@5", "P@10"]
+        );
+        assert!(list(&["AP,10"]).is_err());
+    }
+
+    #[test]
+    fn the_seed_functions_equal_the_graded_ones_on_binary_judgements() {
+        // the gold-set path (the matrix's) against the graded path (eval's), on random rankings
+        // with repeats, ties of nothing, empty gold and cut-offs beyond the ranking
+        let mut rng = hopbench_datasets::rng::SplitMix64::new(11);
+        for _ in 0..2000 {
+            let n = rng.below(25);
+            let ranked: Vec<u32> = (0..n).map(|_| rng.below(30) as u32).collect();
+            let gold: BTreeSet<u32> = (0..rng.below(8)).map(|_| rng.below(30) as u32).collect();
+            let graded = Graded::from_gold(&ranked, &gold);
+            for k in [1, 2, 5, 10, 40] {
+                let on_gold = Judged {
+                    ranked: &ranked,
+                    gold: &gold,
+                    doc_of: &|_| None,
+                    chain: None,
+                    graded: None,
+                    level: 1,
+                };
+                let on_grades = Judged {
+                    graded: Some(&graded),
+                    ..on_gold
+                };
+                for name in ["recall", "ndcg", "mrr"] {
+                    let m = METRICS.iter().find(|m| m.name == name).unwrap();
+                    let at = At::new(m, k);
+                    let (a, b) = (at.score(&on_gold).unwrap(), at.score(&on_grades).unwrap());
+                    assert!(
+                        (a - b).abs() < TOL,
+                        "{name}@{k} {ranked:?} {gold:?}: {a} {b}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]

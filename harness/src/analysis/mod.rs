@@ -4,6 +4,7 @@
 pub mod breakdown;
 pub mod compare;
 pub mod eval;
+pub mod measures;
 pub mod metrics;
 pub mod spend;
 pub mod stats;

@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use hopbench_datasets::export::{Export, QueryRecord};
 use hopbench_legs::{LegError, Selection};
 
+use crate::analysis::measures::Graded;
 use crate::analysis::metrics;
 
 /// The cut-off of `tokens@10`: the prefix the @10 metrics read.
@@ -109,11 +110,19 @@ pub fn score(
 ) -> BTreeMap<String, Option<f64>> {
     let gold: BTreeSet<u32> = q.gold.iter().copied().collect();
     let doc_of = |c: u32| export.doc_of(c);
+    // graded gold: nDCG's gain is the grade (trec_eval's ndcg_cut); the binary measures read
+    // the same gold, relevant at grade 1 and above
+    let graded = q
+        .grades
+        .as_deref()
+        .map(|grades| Graded::from_sorted_gold(&selection.chunks, &q.gold, grades));
     let judged = metrics::Judged {
         ranked: &selection.chunks,
         gold: &gold,
         doc_of: &doc_of,
         chain: q.chain.as_deref(),
+        graded: graded.as_ref(),
+        level: 1,
     };
     which.iter().map(|m| (m.name(), m.score(&judged))).collect()
 }

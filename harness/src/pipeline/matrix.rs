@@ -19,7 +19,7 @@ use crate::pipeline::evaluate::{self, QueryResult};
 use crate::pipeline::settings::MatrixSettings;
 use crate::report::markdown;
 use crate::store::summary::{
-    self, CellInputs, CellPaths, CellSummary, Dist, Latency, Status, Timing,
+    self, CellInputs, CellPaths, CellSummary, Dist, Gain, Latency, Status, Timing,
 };
 use crate::store::{cache, trec};
 
@@ -68,7 +68,7 @@ pub fn run(campaign: &Campaign, s: &MatrixSettings) -> Result<Vec<(CellSummary, 
             let runs = s.results.join("runs").join(dataset);
             trec::write(
                 &runs.join("qrels.txt"),
-                &trec::qrels_text(&ident.queries, &idx),
+                &trec::qrels_text(&ident.queries, &ident.grades, &idx),
             )?;
             // chunked documents: the run files' docnos -> their source spans
             match trec::chunks_text(export) {
@@ -174,6 +174,8 @@ pub struct ExportIdentity<'a> {
     pub manifest: &'a Manifest,
     /// (query id, gold chunk ids) of every query, in export order.
     pub queries: Vec<(&'a str, Vec<&'a str>)>,
+    /// The grades of each query's gold chunks, in the same order (`None`: binary gold).
+    pub grades: Vec<Option<&'a [u32]>>,
 }
 
 impl<'a> ExportIdentity<'a> {
@@ -190,6 +192,7 @@ impl<'a> ExportIdentity<'a> {
                     (q.id.as_str(), gold.collect())
                 })
                 .collect(),
+            grades: e.queries.iter().map(|q| q.grades.as_deref()).collect(),
         }
     }
 
@@ -203,7 +206,13 @@ impl<'a> ExportIdentity<'a> {
                 .iter()
                 .map(|q| (q.id.as_str(), q.gold.iter().map(String::as_str).collect()))
                 .collect(),
+            grades: h.queries.iter().map(|q| q.grades.as_deref()).collect(),
         }
+    }
+
+    /// nDCG's gain on this export: [`Gain::Graded`] where its gold carries grades.
+    pub fn gain(&self) -> Option<Gain> {
+        self.manifest.stats.graded_gold.map(|_| Gain::Graded)
     }
 
     /// [`query_indices`]: the queries a cell evaluates.
@@ -239,6 +248,7 @@ pub fn cell_inputs(
             .and_then(hopbench_datasets::embed::model_note)
             .map(str::to_string),
         model_id,
+        gain: export.and_then(ExportIdentity::gain),
         engine_files: cache::engine_files(&leg_config),
         engine_shards: export
             .map(|e| cache::engine_shards(&leg_config, e.dir, e.manifest))
@@ -347,7 +357,7 @@ fn all_cached(
     let runs = s.results.join("runs").join(dataset);
     trec::write(
         &runs.join("qrels.txt"),
-        &trec::qrels_text(&ident.queries, &idx),
+        &trec::qrels_text(&ident.queries, &ident.grades, &idx),
     )?;
     remove_if_there(&runs.join("chunks.tsv"))?;
     // as a computed cell does, a cached one clears the failure an earlier run left
@@ -368,7 +378,11 @@ fn report_dataset(
     let no_gold = ident.without_gold();
     let with_gold = ident.queries.len() - no_gold;
     eprintln!(
-        "{dataset}: {chunks} chunks, {evaluated} queries evaluated{}{}{then}",
+        "{dataset}: {chunks} chunks, {evaluated} queries evaluated{}{}{}{then}",
+        match ident.gain() {
+            Some(g) => format!("; nDCG gain {}", Gain::describe(Some(g))),
+            None => String::new(),
+        },
         if evaluated < with_gold {
             format!(" (of {with_gold}, --limit)")
         } else {

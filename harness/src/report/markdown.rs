@@ -38,15 +38,39 @@ pub fn protocols(cells: &[CellSummary]) -> String {
         .join(", ")
 }
 
+/// The datasets of `cells` whose nDCG has graded gains ([`crate::store::summary::Gain`]), in
+/// the order the cells name them (empty: every nDCG is binary).
+pub fn graded_datasets(cells: &[CellSummary]) -> Vec<&str> {
+    let mut out: Vec<&str> = Vec::new();
+    for c in cells.iter().filter(|c| c.inputs.gain.is_some()) {
+        if !out.contains(&c.dataset.as_str()) {
+            out.push(&c.dataset);
+        }
+    }
+    out
+}
+
 /// The table of `cells`, one row per cell; the metric columns are
 /// [`metrics::matrix_columns`]. A line above it names what each dataset indexes (its
-/// protocol): numbers of two protocols are not comparable.
+/// protocol): numbers of two protocols are not comparable; where some dataset's judgements
+/// carry grades, a second line names the datasets whose nDCG takes the grade as the gain (every
+/// other nDCG is binary, and a graded nDCG is comparable with trec_eval's `ndcg_cut`, not with
+/// a binary one).
 pub fn matrix_table(cells: &[CellSummary]) -> String {
     let columns = metrics::matrix_columns();
     let mut out = String::new();
     let indexed = protocols(cells);
     if !indexed.is_empty() {
         let _ = writeln!(out, "Indexed per passage (protocol): {indexed}.\n");
+    }
+    let graded = graded_datasets(cells);
+    if !graded.is_empty() {
+        let _ = writeln!(
+            out,
+            "nDCG gain: {} on {}; binary (gold is a set) on every other dataset.\n",
+            crate::store::summary::Gain::describe(Some(crate::store::summary::Gain::Graded)),
+            graded.join(", ")
+        );
     }
     let _ = write!(out, "| dataset | leg | status | queries |");
     for (m, ci) in &columns {

@@ -60,6 +60,12 @@ pub struct CellInputs {
     /// hashing embedder (absent for a real model, so other cells' keys are unchanged).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_note: Option<String>,
+    /// nDCG's gain where it is not binary: `graded` where the dataset's judgements carry
+    /// grades other than 1 (the grade is the gain, trec_eval's `ndcg_cut`). Absent for a gold
+    /// set (binary gain: the multi-hop formats, and qrels of relevance 1 only), so those
+    /// cells' keys and summaries are what they were.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gain: Option<Gain>,
     /// The leg's resolved configuration (kind and every parameter, defaults filled in).
     pub leg_config: serde_json::Value,
     /// blake3 of the files an external engine's command names ([`crate::store::cache::engine_files`]);
@@ -85,6 +91,24 @@ pub struct CellInputs {
     pub code_version: String,
     /// The determinism contract.
     pub contract: Contract,
+}
+
+/// nDCG's gain where it is not binary ([`CellInputs::gain`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Gain {
+    /// The judgement's grade (trec_eval's `ndcg` and `ndcg_cut`: ideal DCG over the grades).
+    Graded,
+}
+
+impl Gain {
+    /// How a cell's nDCG gain reads in words (`None`: binary).
+    pub fn describe(gain: Option<Gain>) -> &'static str {
+        match gain {
+            None => "binary (gold is a set)",
+            Some(Gain::Graded) => "graded (gain = grade, as trec_eval's ndcg_cut)",
+        }
+    }
 }
 
 /// Median, p95 and mean of a latency sample (ms).

@@ -48,15 +48,21 @@ pub fn run_text(export: &Export, query_ids: &[String], ranked: &[Vec<u32>], tag:
     out
 }
 
-/// The qrels text: `qid 0 docno 1` per gold chunk of each of `query_indices` (positions in
-/// `queries`, each a query id with its gold chunk ids).
-pub fn qrels_text(queries: &[(&str, Vec<&str>)], query_indices: &[usize]) -> String {
+/// The qrels text: `qid 0 docno grade` per gold chunk of each of `query_indices` (positions in
+/// `queries`, each a query id with its gold chunk ids); the grade is the chunk's in `grades`
+/// (the same positions, each in gold order), 1 where the gold is binary (`None`).
+pub fn qrels_text(
+    queries: &[(&str, Vec<&str>)],
+    grades: &[Option<&[u32]>],
+    query_indices: &[usize],
+) -> String {
     let mut out = String::new();
     for &q in query_indices {
         let (id, gold) = &queries[q];
         let qid = encode_id(id);
-        for g in gold {
-            let _ = writeln!(out, "{qid} 0 {} 1", encode_id(g));
+        for (i, g) in gold.iter().enumerate() {
+            let grade = grades.get(q).copied().flatten().map_or(1, |gr| gr[i]);
+            let _ = writeln!(out, "{qid} 0 {} {grade}", encode_id(g));
         }
     }
     out
@@ -96,12 +102,26 @@ pub fn write(path: &Path, text: &str) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::encode_id;
+    use super::{encode_id, qrels_text};
 
     #[test]
     fn ids_become_single_tokens() {
         assert_eq!(encode_id("Lilu (mythology)"), "Lilu%20(mythology)");
         assert_eq!(encode_id("50%\tx"), "50%25%09x");
         assert_eq!(encode_id("abc<::>3"), "abc<::>3");
+    }
+
+    #[test]
+    fn qrels_carry_the_grades_of_graded_gold_and_1_for_binary_gold() {
+        let queries = [("q1", vec!["a", "b c"]), ("q2", vec!["d"]), ("q3", vec![])];
+        assert_eq!(
+            qrels_text(&queries, &[None, None, None], &[0, 1, 2]),
+            "q1 0 a 1\nq1 0 b%20c 1\nq2 0 d 1\n"
+        );
+        let (g1, g2): (&[u32], &[u32]) = (&[3, 1], &[2]);
+        assert_eq!(
+            qrels_text(&queries, &[Some(g1), Some(g2), Some(&[])], &[1, 0]),
+            "q2 0 d 2\nq1 0 a 3\nq1 0 b%20c 1\n"
+        );
     }
 }

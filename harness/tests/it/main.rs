@@ -11,6 +11,7 @@ mod curves;
 mod docs;
 mod documents;
 mod engines;
+mod graded;
 mod hashing;
 mod matrix;
 #[cfg(feature = "qdrant")]

@@ -837,7 +837,7 @@ fn the_pages_keep_their_structure() {
                     tr
                       th[scope=col] ×2
                       th.num[scope=col] ×2
-                      th[scope=col] ×3
+                      th[scope=col] ×4
                   tbody
                     tr ×3
                       th[scope=row]
@@ -846,7 +846,7 @@ fn the_pages_keep_their_structure() {
                       td.num ×2
                       td
                         code
-                      td ×2
+                      td ×3
               section#protocol
                 h2 "Protocol"
                 dl.facts

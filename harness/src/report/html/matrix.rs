@@ -8,7 +8,7 @@ use super::job::Job;
 use super::page::{self, esc};
 use super::{format, ReportOptions};
 use crate::analysis::metrics;
-use crate::store::summary::{CellSummary, Status};
+use crate::store::summary::{CellSummary, Gain, Status};
 
 /// Leg kinds that read the gold: bounds on what is possible, not systems.
 const ORACLE_KINDS: &[&str] = &["rescue_oracle", "base_oracle"];
@@ -259,7 +259,7 @@ fn datasets(o: &ReportOptions, jobs: &[Job]) -> String {
          <th scope=\"col\">dataset</th><th scope=\"col\">format</th>\
          <th scope=\"col\" class=\"num\">queries evaluated</th>\
          <th scope=\"col\" class=\"num\">queries without gold</th>\
-         <th scope=\"col\">indexed (protocol)</th>\
+         <th scope=\"col\">indexed (protocol)</th><th scope=\"col\">nDCG gain</th>\
          <th scope=\"col\">cells</th><th scope=\"col\">note</th></tr></thead>\n<tbody>\n",
     );
     for j in jobs {
@@ -275,11 +275,13 @@ fn datasets(o: &ReportOptions, jobs: &[Job]) -> String {
         let _ = writeln!(
             s,
             "<tr><th scope=\"row\"><a href=\"{}\">{}</a></th><td>{}</td><td class=\"num\">{queries}</td>\
-             <td class=\"num\">{without}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+             <td class=\"num\">{without}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             esc(&j.files.page),
             esc(j.dataset),
             esc(&format),
             indexed(j.cells),
+            distinct(j.cells, |c| c.inputs.export.is_some()
+                .then(|| Gain::describe(c.inputs.gain).to_string())),
             status_counts(j.cells),
             esc(spec.and_then(|d| d.note.as_deref()).unwrap_or(""))
         );
