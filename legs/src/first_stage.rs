@@ -85,8 +85,9 @@ pub trait EngineChoice: Sized + Default + PartialEq {
     const KEY: &'static str;
     /// The engine names the side accepts, the built-in first.
     const ENGINES: &'static [&'static str];
-    /// The choice named `engine`, from the rest of its map (`engine` removed).
-    fn read(engine: &str, rest: Flat) -> Result<Self, String>;
+    /// The choice named `engine`, from the rest of its map (`engine` removed); `None`: the side
+    /// has no engine of that name.
+    fn read(engine: &str, rest: Flat) -> Option<Result<Self, ParamError>>;
     /// The engine's name and its parameters (every default filled in).
     fn write(&self) -> (&'static str, Flat);
     /// Range checks; errors name `<KEY>.<field>`.
@@ -116,15 +117,21 @@ pub enum LexicalEngine {
 }
 
 /// A builtin takes no parameters: anything besides `engine` is a mistake, not a no-op.
-fn no_params(engine: &str, rest: &Flat) -> Result<(), String> {
+fn no_params(engine: &'static str, rest: &Flat) -> Result<(), ParamError> {
     match rest.keys().next() {
-        Some(k) => Err(format!("engine `{engine}` takes no parameters, got `{k}`")),
+        Some(k) => Err(ParamError::NoParams {
+            engine,
+            key: k.clone(),
+        }),
         None => Ok(()),
     }
 }
 
-fn external(rest: Flat) -> Result<ExternalSpec, String> {
-    serde_json::from_value(Value::Object(rest)).map_err(|e| format!("engine `external`: {e}"))
+fn external(rest: Flat) -> Result<ExternalSpec, ParamError> {
+    serde_json::from_value(Value::Object(rest)).map_err(|e| ParamError::InEngine {
+        engine: "external",
+        error: Box::new(e.into()),
+    })
 }
 
 fn external_map(spec: &ExternalSpec) -> Flat {
@@ -137,13 +144,13 @@ fn external_map(spec: &ExternalSpec) -> Flat {
 impl EngineChoice for DenseEngine {
     const KEY: &'static str = "dense";
     const ENGINES: &'static [&'static str] = &["exact", "qdrant", "external"];
-    fn read(engine: &str, rest: Flat) -> Result<Self, String> {
-        match engine {
-            "exact" => no_params(engine, &rest).map(|()| DenseEngine::Exact),
+    fn read(engine: &str, rest: Flat) -> Option<Result<Self, ParamError>> {
+        Some(match engine {
+            "exact" => no_params("exact", &rest).map(|()| DenseEngine::Exact),
             "qdrant" => QdrantSpec::read(rest).map(DenseEngine::Qdrant),
             "external" => external(rest).map(DenseEngine::External),
-            _ => Err(String::new()),
-        }
+            _ => return None,
+        })
     }
     fn write(&self) -> (&'static str, Flat) {
         match self {
@@ -164,12 +171,12 @@ impl EngineChoice for DenseEngine {
 impl EngineChoice for LexicalEngine {
     const KEY: &'static str = "lexical";
     const ENGINES: &'static [&'static str] = &["bm25", "external"];
-    fn read(engine: &str, rest: Flat) -> Result<Self, String> {
-        match engine {
-            "bm25" => no_params(engine, &rest).map(|()| LexicalEngine::Bm25),
+    fn read(engine: &str, rest: Flat) -> Option<Result<Self, ParamError>> {
+        Some(match engine {
+            "bm25" => no_params("bm25", &rest).map(|()| LexicalEngine::Bm25),
             "external" => external(rest).map(LexicalEngine::External),
-            _ => Err(String::new()),
-        }
+            _ => return None,
+        })
     }
     fn write(&self) -> (&'static str, Flat) {
         match self {
@@ -224,31 +231,33 @@ impl LexicalEngine {
 
 /// Reads side `E` from its key of `map` (absent: the built-in engine).
 fn take_choice<E: EngineChoice>(map: &Flat) -> Result<E, ParamError> {
-    let key = E::KEY;
-    let known = E::ENGINES.join(", ");
-    let err = |m: String| ParamError(format!("parameter `{key}`: {m}"));
-    let Some(value) = map.get(key) else {
+    let err = |e: ParamError| ParamError::param(E::KEY, e);
+    let Some(value) = map.get(E::KEY) else {
         return Ok(E::default());
     };
     let Value::Object(group) = value else {
-        return Err(err(format!(
-            "must be a map like {{engine: {}}}, got {value}",
-            E::ENGINES[0]
-        )));
+        return Err(err(ParamError::NotAGroup {
+            default: E::ENGINES[0],
+            got: value.clone(),
+        }));
     };
     let mut rest = group.clone();
     let engine = match rest.remove("engine") {
         Some(Value::String(e)) => e,
-        Some(other) => return Err(err(format!("`engine` must be a string, got {other}"))),
-        None => return Err(err(format!("missing `engine` (one of: {known})"))),
-    };
-    E::read(&engine, rest).map_err(|m| {
-        if m.is_empty() {
-            err(format!("unknown engine `{engine}` (known: {known})"))
-        } else {
-            err(m)
+        Some(other) => return Err(err(ParamError::EngineNotString { got: other })),
+        None => {
+            return Err(err(ParamError::MissingEngine {
+                known: E::ENGINES.to_vec(),
+            }))
         }
-    })
+    };
+    match E::read(&engine, rest) {
+        Some(read) => read.map_err(err),
+        None => Err(err(ParamError::UnknownEngine {
+            engine,
+            known: E::ENGINES.to_vec(),
+        })),
+    }
 }
 
 /// Writes side `E` under its key, unless it is the default (see the module docs).

@@ -35,19 +35,19 @@ impl LegSpec {
     pub fn from_flat(mut map: Flat) -> Result<LegSpec, ParamError> {
         let kind = match map.remove("kind") {
             Some(Value::String(k)) => k,
-            Some(other) => return Err(ParamError(format!("`kind` must be a string, got {other}"))),
-            None => return Err(ParamError("missing `kind`".into())),
+            Some(other) => return Err(ParamError::KindNotString { got: other }),
+            None => return Err(ParamError::MissingKind),
         };
-        let entry = Kind::named(&kind).ok_or_else(|| {
-            let known: Vec<&str> = KINDS.iter().map(|k| k.name).collect();
-            ParamError(format!(
-                "unknown leg kind `{kind}` (known: {})",
-                known.join(", ")
-            ))
+        let Some(entry) = Kind::named(&kind) else {
+            return Err(ParamError::UnknownKind {
+                kind,
+                known: KINDS.iter().map(|k| k.name).collect(),
+            });
+        };
+        let config = entry.parse(&map).map_err(|e| ParamError::InKind {
+            kind: kind.clone(),
+            error: Box::new(e),
         })?;
-        let config = entry
-            .parse(&map)
-            .map_err(|e| ParamError(format!("kind `{kind}`: {e}")))?;
         Ok(LegSpec { config })
     }
 

@@ -24,7 +24,7 @@ use hopbench_datasets::hnsw::HnswSettings;
 use serde::{Deserialize, Serialize};
 
 use crate::leg::LegError;
-use crate::params::Check;
+use crate::params::{Check, ParamError};
 
 #[cfg(feature = "qdrant")]
 mod served;
@@ -71,12 +71,19 @@ struct SpecIn {
 
 impl QdrantSpec {
     /// Reads the group's map (without `engine`), every default filled in.
-    pub fn read(rest: serde_json::Map<String, serde_json::Value>) -> Result<Self, String> {
+    pub fn read(rest: serde_json::Map<String, serde_json::Value>) -> Result<Self, ParamError> {
         if !cfg!(feature = "qdrant") {
-            return Err(NOT_BUILT.into());
+            return Err(ParamError::NotBuilt {
+                engine: "qdrant",
+                how: NOT_BUILT,
+            });
         }
-        let s: SpecIn = serde_json::from_value(serde_json::Value::Object(rest))
-            .map_err(|e| format!("engine `qdrant`: {e}"))?;
+        let s: SpecIn = serde_json::from_value(serde_json::Value::Object(rest)).map_err(|e| {
+            ParamError::InEngine {
+                engine: "qdrant",
+                error: Box::new(e.into()),
+            }
+        })?;
         let d = HnswSettings::default();
         let build = HnswSettings {
             m: s.m.unwrap_or(d.m),
@@ -126,6 +133,6 @@ mod tests {
         assert_eq!((s.hnsw_ef, s.build.m, s.build.on_disk), (16, 32, true));
         assert_eq!(read(serde_json::Value::Object(s.write())).unwrap(), s);
         let e = read(serde_json::json!({"hnsw": 16})).unwrap_err();
-        assert!(e.contains("unknown field `hnsw`"), "{e}");
+        assert!(e.to_string().contains("unknown field `hnsw`"), "{e}");
     }
 }
