@@ -13,9 +13,18 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::conversation::session::TextVectors;
+use crate::engine::Vectors;
 use crate::kinds::{Build, Kind, LegConfig, LegKind, KINDS};
 use crate::leg::{Leg, LegError};
 use crate::params::{Flat, ParamError};
+
+pub use crate::kinds::Role;
+
+/// The role of kind `kind` ([`crate::kinds::LegKind::ROLE`]); `None` for a name no kind has
+/// (a summary written by another version).
+pub fn role_of(kind: &str) -> Option<Role> {
+    Kind::named(kind).map(|k| k.role)
+}
 
 /// A leg's kind and resolved parameters, as a campaign declares it.
 #[derive(Clone)]
@@ -64,6 +73,16 @@ impl LegSpec {
     /// The kind's parameter struct, when this spec is of kind `K`.
     pub fn config<K: LegKind>(&self) -> Option<&K> {
         self.config.as_any().downcast_ref::<K>()
+    }
+
+    /// What the kind's numbers are ([`crate::kinds::LegKind::ROLE`]).
+    pub fn role(&self) -> Role {
+        self.config.role()
+    }
+
+    /// The vector set the leg's dense side searches ([`crate::kinds::LegKind::DENSE_VECTORS`]).
+    pub fn dense_vectors(&self) -> Vectors {
+        self.config.dense_vectors()
     }
 
     /// Checks parameter ranges; `name` is the leg's campaign name, used in messages.
@@ -299,6 +318,29 @@ mod tests {
             let s = leg.select(&q, &r, None).unwrap();
             assert_eq!(s.chunks.len(), r.ranked.len());
         }
+    }
+
+    #[test]
+    fn a_kind_declares_its_role_and_the_bounds_say_so() {
+        assert_eq!(role_of("rescue_oracle"), Some(Role::Oracle));
+        assert_eq!(role_of("base_oracle"), Some(Role::Oracle));
+        assert_eq!(role_of("dense_content_only"), Some(Role::Ablation));
+        assert_eq!(role_of("graph_rescue"), Some(Role::System));
+        assert_eq!(role_of("no_such_kind"), None);
+        for k in KINDS {
+            // a bound says so in `hopbench legs`, an ablation too
+            match k.role {
+                Role::Oracle => assert!(k.about.starts_with("bound:"), "{}", k.name),
+                Role::Ablation => assert!(k.about.ends_with("(ablation)"), "{}", k.name),
+                Role::System => assert!(
+                    !k.about.starts_with("bound:") && !k.about.ends_with("(ablation)"),
+                    "{}",
+                    k.name
+                ),
+            }
+        }
+        let s = parse(r#"{"kind":"base_oracle"}"#).unwrap();
+        assert_eq!(s.role(), Role::Oracle);
     }
 
     #[test]
