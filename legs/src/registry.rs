@@ -13,7 +13,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::conversation::session::TextVectors;
+use crate::conversation::ConversationConfig;
 use crate::engine::Vectors;
+use crate::kinds::conv_last_turn::ConvLastTurn;
+use crate::kinds::multi_horizon::MultiHorizon;
 use crate::kinds::{Build, Kind, LegConfig, LegKind, KINDS};
 use crate::leg::{Leg, LegError};
 use crate::params::{Flat, ParamError};
@@ -24,6 +27,17 @@ pub use crate::kinds::Role;
 /// (a summary written by another version).
 pub fn role_of(kind: &str) -> Option<Role> {
     Kind::named(kind).map(|k| k.role)
+}
+
+/// A conversation assembler to time, and the leg to time it against ([`LegSpec::assembly_probe`]).
+#[derive(Debug)]
+pub struct AssemblyProbe<'a> {
+    /// The assembler's settings (turn log, threads, intent, blend).
+    pub conversation: &'a ConversationConfig,
+    /// The retrieval on the current turn alone, with its default parameters.
+    pub baseline: LegSpec,
+    /// The baseline's kind name, as it is reported.
+    pub baseline_name: &'static str,
 }
 
 /// A leg's kind and resolved parameters, as a campaign declares it.
@@ -83,6 +97,18 @@ impl LegSpec {
     /// The vector set the leg's dense side searches ([`crate::kinds::LegKind::DENSE_VECTORS`]).
     pub fn dense_vectors(&self) -> Vectors {
         self.config.dense_vectors()
+    }
+
+    /// What `bench assembly` times for this leg: its conversation assembler's settings and the
+    /// leg that retrieves on the current turn alone, beside which the assembler's cost is read.
+    /// `None` for a kind without an assembler.
+    pub fn assembly_probe(&self) -> Option<AssemblyProbe<'_>> {
+        let mh = self.config::<MultiHorizon>()?;
+        Some(AssemblyProbe {
+            conversation: &mh.assembler.conversation,
+            baseline: LegSpec::of(ConvLastTurn::default()),
+            baseline_name: ConvLastTurn::NAME,
+        })
     }
 
     /// Checks parameter ranges; `name` is the leg's campaign name, used in messages.
