@@ -22,7 +22,7 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use hopbench_datasets::export::Export;
 use hopbench_datasets::hnsw::HnswSettings;
-use hopbench_legs::engine::{ExactDense, QdrantDense, QdrantSpec, Vectors};
+use hopbench_legs::engine::{EngineKind, ExactDense, QdrantDense, QdrantSpec};
 use hopbench_legs::registry::LegSpec;
 use hopbench_legs::{Leg, QueryInput};
 use serde::Serialize;

@@ -84,7 +84,7 @@ pub fn engine_shards(
     manifest: &hopbench_datasets::export::Manifest,
 ) -> std::collections::BTreeMap<String, String> {
     use hopbench_datasets::hnsw::{ShardManifest, MANIFEST};
-    use hopbench_legs::engine::{QdrantSpec, Vectors};
+    use hopbench_legs::engine::{EngineKind, QdrantSpec, Vectors};
     use serde_json::Value;
     let vectors = match config.get("kind").and_then(Value::as_str) {
         Some("dense_content_only") => Vectors::ContentOnly,
@@ -96,7 +96,7 @@ pub fn engine_shards(
                 if m.get("engine").and_then(Value::as_str) == Some("qdrant") {
                     let mut rest = m.clone();
                     rest.remove("engine");
-                    if let Ok(spec) = QdrantSpec::read(rest) {
+                    if let Ok(spec) = QdrantSpec::read(&rest) {
                         found.push(spec);
                     }
                 }

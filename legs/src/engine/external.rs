@@ -60,10 +60,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::error::{EngineError, Failure};
-use super::{Engine, Vectors};
+use super::{group_of, read_group, Engine, EngineKind, Side, SideKind, Vectors};
 use crate::candidate::{sort_ranked, Candidate};
 use crate::leg::{LegError, QueryInput};
-use crate::params::Check;
+use crate::params::{Check, Flat, ParamError};
 
 /// `{engine: external, command: [...], timeout_ms: N, startup_timeout_ms: N}`: the process
 /// that answers one first-stage side.
@@ -79,6 +79,27 @@ pub struct ExternalSpec {
     /// How long the process may take to load its index and say it is ready (ms).
     #[serde(default = "default_startup_timeout_ms")]
     pub startup_timeout_ms: u64,
+}
+
+impl EngineKind for ExternalSpec {
+    const NAME: &'static str = "external";
+    const SIDES: &'static [SideKind] = &[SideKind::Dense, SideKind::Lexical];
+
+    fn read(rest: &Flat) -> Result<Self, ParamError> {
+        read_group(Self::NAME, rest)
+    }
+    fn write(&self) -> Flat {
+        group_of(self)
+    }
+    fn check(&self, c: &Check<'_>, side: SideKind) -> Result<(), LegError> {
+        ExternalSpec::check(self, c, side.key())
+    }
+    fn build(&self, export: &Arc<Export>, side: Side) -> Result<Box<dyn Engine>, LegError> {
+        if let Side::Dense(vectors) = side {
+            vectors.available_in(export)?;
+        }
+        Ok(Box::new(ExternalEngine::start(export, side, self)?))
+    }
 }
 
 fn default_timeout_ms() -> u64 {
@@ -123,24 +144,6 @@ impl ExternalSpec {
             })
             .collect::<Vec<_>>()
             .join(" ")
-    }
-}
-
-/// Which side the process answers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Side {
-    /// The dense side, over one of the export's vector sets (requests carry the query vector).
-    Dense(Vectors),
-    /// The lexical side (requests carry the text only).
-    Lexical,
-}
-
-impl Side {
-    fn name(self) -> &'static str {
-        match self {
-            Side::Dense(_) => "dense",
-            Side::Lexical => "lexical",
-        }
     }
 }
 
@@ -300,7 +303,7 @@ impl ExternalEngine {
         let mut cmd = Command::new(program);
         cmd.args(args)
             .env("HOPBENCH_EXPORT", &dir)
-            .env("HOPBENCH_SIDE", side.name())
+            .env("HOPBENCH_SIDE", side.kind().key())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());

@@ -23,8 +23,13 @@
 use hopbench_datasets::hnsw::HnswSettings;
 use serde::{Deserialize, Serialize};
 
+use std::sync::Arc;
+
+use hopbench_datasets::export::Export;
+
+use super::{group_of, read_group, Engine, EngineKind, Side, SideKind};
 use crate::leg::LegError;
-use crate::params::{Check, ParamError};
+use crate::params::{Check, Flat, ParamError};
 
 #[cfg(feature = "qdrant")]
 mod served;
@@ -69,21 +74,18 @@ struct SpecIn {
     on_disk: Option<bool>,
 }
 
-impl QdrantSpec {
-    /// Reads the group's map (without `engine`), every default filled in.
-    pub fn read(rest: serde_json::Map<String, serde_json::Value>) -> Result<Self, ParamError> {
-        if !cfg!(feature = "qdrant") {
-            return Err(ParamError::NotBuilt {
-                engine: "qdrant",
-                how: NOT_BUILT,
-            });
-        }
-        let s: SpecIn = serde_json::from_value(serde_json::Value::Object(rest)).map_err(|e| {
-            ParamError::InEngine {
-                engine: "qdrant",
-                error: Box::new(e.into()),
-            }
-        })?;
+impl EngineKind for QdrantSpec {
+    const NAME: &'static str = "qdrant";
+    const SIDES: &'static [SideKind] = &[SideKind::Dense];
+    const TITLE: &'static str = "Qdrant";
+    const BUILT: Result<(), &'static str> = if cfg!(feature = "qdrant") {
+        Ok(())
+    } else {
+        Err(NOT_BUILT)
+    };
+
+    fn read(rest: &Flat) -> Result<Self, ParamError> {
+        let s: SpecIn = read_group(Self::NAME, rest)?;
         let d = HnswSettings::default();
         let build = HnswSettings {
             m: s.m.unwrap_or(d.m),
@@ -96,20 +98,29 @@ impl QdrantSpec {
         })
     }
 
-    /// The group's map (without `engine`).
-    pub fn write(&self) -> serde_json::Map<String, serde_json::Value> {
-        match serde_json::to_value(self) {
-            Ok(serde_json::Value::Object(m)) => m,
-            other => unreachable!("a qdrant spec serialises to a map, got {other:?}"),
-        }
+    fn write(&self) -> Flat {
+        group_of(self)
     }
 
-    /// Ranges, as errors naming the parameter.
-    pub fn check(&self, c: &Check<'_>, key: &str) -> Result<(), LegError> {
+    fn check(&self, c: &Check<'_>, side: SideKind) -> Result<(), LegError> {
+        let key = side.key();
         c.at_least(&format!("{key}.hnsw_ef"), self.hnsw_ef, 1)?;
         match self.build.validate() {
             Ok(()) => Ok(()),
             Err(m) => c.fail(key, &m),
+        }
+    }
+
+    fn build(&self, export: &Arc<Export>, side: Side) -> Result<Box<dyn Engine>, LegError> {
+        let Side::Dense(vectors) = side else {
+            return Err(side.refused(Self::NAME));
+        };
+        #[cfg(feature = "qdrant")]
+        return Ok(Box::new(QdrantDense::new(export.clone(), vectors, self)?));
+        #[cfg(not(feature = "qdrant"))]
+        {
+            let _ = (export, vectors);
+            Err(not_built())
         }
     }
 }
@@ -121,7 +132,7 @@ mod tests {
     #[test]
     fn the_spec_fills_qdrants_defaults_and_refuses_unknown_keys() {
         let read = |v: serde_json::Value| match v {
-            serde_json::Value::Object(m) => QdrantSpec::read(m),
+            serde_json::Value::Object(m) => QdrantSpec::read(&m),
             _ => unreachable!(),
         };
         let s = read(serde_json::json!({})).unwrap();
