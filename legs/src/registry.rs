@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use crate::conversation::session::TextVectors;
 use crate::conversation::ConversationConfig;
-use crate::engine::Vectors;
+use crate::engine::{CacheInputs, EngineEntry, ExportRef, Side, SideKind, Vectors};
 use crate::kinds::conv_last_turn::ConvLastTurn;
 use crate::kinds::multi_horizon::MultiHorizon;
 use crate::kinds::{Build, Kind, LegConfig, LegKind, KINDS};
@@ -109,6 +109,50 @@ impl LegSpec {
             baseline: LegSpec::of(ConvLastTurn::default()),
             baseline_name: ConvLastTurn::NAME,
         })
+    }
+
+    /// What the leg's engines read besides their parameters and the export (a cell key's
+    /// inputs): every engine group of the resolved parameters, at any depth (composites nest
+    /// first stages), asked through [`crate::engine::EngineKind::cache_inputs`]. `export` is
+    /// `None` when the dataset has no export yet. A walk over the resolved map rather than a
+    /// visit through each group, so a composite that nests a first stage cannot forget to
+    /// forward it (which would serve a stale cell).
+    pub fn cache_inputs(&self, export: Option<ExportRef<'_>>) -> CacheInputs {
+        fn walk(
+            key: Option<&str>,
+            v: &Value,
+            vectors: Vectors,
+            export: Option<ExportRef<'_>>,
+            out: &mut CacheInputs,
+        ) {
+            match v {
+                Value::Object(m) => {
+                    let side = key.and_then(SideKind::of_key);
+                    let engine = m.get("engine").and_then(Value::as_str);
+                    if let (Some(side), Some(engine)) = (side, engine) {
+                        let mut rest = m.clone();
+                        rest.remove("engine");
+                        let entry = EngineEntry::named(side, engine);
+                        if let Some(config) = entry.and_then(|e| e.read(&rest).ok()) {
+                            let side = match side {
+                                SideKind::Dense => Side::Dense(vectors),
+                                SideKind::Lexical => Side::Lexical,
+                            };
+                            config.cache_inputs(side, export, out);
+                        }
+                    }
+                    for (k, x) in m {
+                        walk(Some(k), x, vectors, export, out);
+                    }
+                }
+                Value::Array(a) => a.iter().for_each(|x| walk(None, x, vectors, export, out)),
+                _ => {}
+            }
+        }
+        let mut out = CacheInputs::default();
+        let params = Value::Object(self.params());
+        walk(None, &params, self.dense_vectors(), export, &mut out);
+        out
     }
 
     /// Checks parameter ranges; `name` is the leg's campaign name, used in messages.
@@ -344,6 +388,42 @@ mod tests {
             let s = leg.select(&q, &r, None).unwrap();
             assert_eq!(s.chunks.len(), r.ranked.len());
         }
+    }
+
+    #[test]
+    fn the_files_an_external_command_names_are_hashed_at_any_depth() {
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("b.py");
+        std::fs::write(&script, "print(1)").unwrap();
+        let s = script.display().to_string();
+        let spec = |s: &str| {
+            parse(
+                &serde_json::json!({
+                    "kind": "graph_rescue_packed",
+                    "rescue": {
+                        "lexical": {"engine": "external", "command": ["python3", s, "--k", "3"]},
+                        "dense": {"engine": "exact"},
+                    },
+                })
+                .to_string(),
+            )
+            .unwrap()
+        };
+        let files = spec(&s).cache_inputs(None).files;
+        assert_eq!(files.keys().collect::<Vec<_>>(), vec![&s]);
+        assert_eq!(files[&s], blake3::hash(b"print(1)").to_hex().to_string());
+        std::fs::write(&script, "print(2)").unwrap();
+        assert_ne!(
+            spec(&s).cache_inputs(None).files[&s],
+            files[&s],
+            "an edit changes the key"
+        );
+        // no external engine, nothing hashed (and nothing added to the key)
+        let plain = parse(r#"{"kind":"bm25","pool_k":100}"#).unwrap();
+        assert_eq!(
+            plain.cache_inputs(None),
+            crate::engine::CacheInputs::default()
+        );
     }
 
     #[test]

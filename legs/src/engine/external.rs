@@ -60,7 +60,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::error::{EngineError, Failure};
-use super::{group_of, read_group, Engine, EngineKind, Side, SideKind, Vectors};
+use super::{
+    group_of, read_group, CacheInputs, Engine, EngineKind, ExportRef, Side, SideKind, Vectors,
+};
 use crate::candidate::{sort_ranked, Candidate};
 use crate::leg::{LegError, QueryInput};
 use crate::params::{Check, Flat, ParamError};
@@ -99,6 +101,26 @@ impl EngineKind for ExternalSpec {
             vectors.available_in(export)?;
         }
         Ok(Box::new(ExternalEngine::start(export, side, self)?))
+    }
+
+    /// blake3 of every file the command names, by the argument as written. The command line
+    /// alone would let an edited backend script be served from the cache; with its bytes in
+    /// the key, editing it recomputes the cell. Arguments that are not files (flags, a program
+    /// found on `PATH` such as `python3`) are not hashed, so an upgraded interpreter or package
+    /// is not seen: `--force` after one. Relative paths resolve from the working directory, as
+    /// the process's do. A file that cannot be read is recorded as such (the process will fail).
+    fn cache_inputs(&self, _side: Side, _export: Option<ExportRef<'_>>, out: &mut CacheInputs) {
+        for arg in &self.command {
+            let path = std::path::Path::new(arg);
+            if !path.is_file() {
+                continue;
+            }
+            let hash = match std::fs::read(path) {
+                Ok(bytes) => blake3::hash(&bytes).to_hex().to_string(),
+                Err(e) => format!("unreadable: {e}"),
+            };
+            out.files.insert(arg.clone(), hash);
+        }
     }
 }
 

@@ -23,18 +23,41 @@
 use hopbench_datasets::hnsw::HnswSettings;
 use serde::{Deserialize, Serialize};
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use hopbench_datasets::export::Export;
+use hopbench_datasets::export::{Export, Manifest};
+use hopbench_datasets::hnsw;
 
-use super::{group_of, read_group, Engine, EngineKind, Side, SideKind};
+use super::{
+    group_of, read_group, CacheInputs, Engine, EngineKind, ExportRef, Side, SideKind, Vectors,
+};
 use crate::leg::LegError;
 use crate::params::{Check, Flat, ParamError};
 
 #[cfg(feature = "qdrant")]
 mod served;
+#[cfg(not(feature = "qdrant"))]
+#[path = "qdrant/absent.rs"]
+mod served;
 #[cfg(feature = "qdrant")]
-pub use served::{shard_dir, shard_for, QdrantDense};
+pub use served::{shard_for, QdrantDense};
+
+/// Where the shard of the `vectors` of the export in `export_dir` (with `manifest`) under
+/// `settings` is cached ([`hopbench_datasets::hnsw::cache_dir`]).
+pub fn shard_dir(
+    export_dir: &Path,
+    manifest: &Manifest,
+    vectors: Vectors,
+    settings: HnswSettings,
+) -> PathBuf {
+    hnsw::cache_dir(
+        export_dir,
+        &manifest.content_hash(),
+        vectors.column(),
+        settings,
+    )
+}
 
 /// What a build without the engine says when a leg names it.
 pub const NOT_BUILT: &str = "engine `qdrant` is not in this build of hopbench: build it with \
@@ -42,7 +65,6 @@ pub const NOT_BUILT: &str = "engine `qdrant` is not in this build of hopbench: b
 
 /// The error of building the engine in a build without it (a spec can only be made there by
 /// hand: reading one already fails with [`NOT_BUILT`]).
-#[cfg(not(feature = "qdrant"))]
 pub fn not_built() -> LegError {
     LegError::Engine(super::EngineError {
         engine: "qdrant",
@@ -115,12 +137,21 @@ impl EngineKind for QdrantSpec {
         let Side::Dense(vectors) = side else {
             return Err(side.refused(Self::NAME));
         };
-        #[cfg(feature = "qdrant")]
-        return Ok(Box::new(QdrantDense::new(export.clone(), vectors, self)?));
-        #[cfg(not(feature = "qdrant"))]
-        {
-            let _ = (export, vectors);
-            Err(not_built())
+        served::build(self, export, vectors)
+    }
+
+    /// The shard it searches, by its cache directory's name: the probe digest its manifest
+    /// records (what identifies one random HNSW graph among the builds of the same vectors), or
+    /// `not built`. With the digest in the cell key, a rebuilt shard recomputes the cells that
+    /// used the old one. (Read from the manifest, not verified: the shard is verified when a
+    /// leg opens it.)
+    fn cache_inputs(&self, side: Side, export: Option<ExportRef<'_>>, out: &mut CacheInputs) {
+        if let (Some(export), Some(vectors)) = (export, side.vectors()) {
+            let dir = shard_dir(export.dir, export.manifest, vectors, self.build);
+            let name = dir
+                .file_name()
+                .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+            out.indexes.insert(name, served::probe_of(&dir));
         }
     }
 }
