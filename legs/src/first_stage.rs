@@ -9,17 +9,17 @@
 //!
 //! ## Which engine answers each side
 //!
-//! `dense: {engine: exact | qdrant | external, ...}` and `lexical: {engine: bm25 | external, ...}` are
-//! nested maps in the flat leg map (`external` takes the [`ExternalSpec`] fields: `command`,
-//! `timeout_ms`, `startup_timeout_ms`; `qdrant` takes the [`QdrantSpec`] fields: `hnsw_ef`,
-//! `m`, `ef_construct`, `on_disk`). The built-in engine is the default, and a side left at
-//! its default is **omitted** from the resolved parameters: `hopbench legs`, `--show-settings`
-//! and every cell key of a leg that does not choose an engine are exactly what they were before
-//! engines could be chosen, so no cache is invalidated by the option existing. A side that
-//! names another engine prints (and hashes) the whole group with every default filled in.
-//! Another engine is one variant of the side's enum, one arm in [`EngineChoice::read`] /
-//! [`EngineChoice::write`], and one in its `build` (as `qdrant` is).
+//! `dense: {engine: NAME, ...}` and `lexical: {engine: NAME, ...}` are nested maps in the flat
+//! leg map; the names and their groups are [`ENGINES`](crate::engine::ENGINES)'. The built-in
+//! engine is the default, and a side left at its default is **omitted** from the resolved
+//! parameters: `hopbench legs`, `--show-settings` and every cell key of a leg that does not
+//! choose an engine are exactly what they were before engines could be chosen, so no cache is
+//! invalidated by the option existing. A side that names another engine prints (and hashes) the
+//! whole group with every default filled in. Another engine is one file `engine/<name>.rs` and
+//! one line in that list; no side names it.
 
+use std::fmt;
+use std::marker::PhantomData;
 use std::sync::Arc;
 
 use hopbench_datasets::export::Export;
@@ -27,12 +27,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::candidate::Candidate;
-use crate::engine::{
-    Bm25, Engine, ExactDense, ExternalEngine, ExternalSpec, QdrantSpec, Side, Vectors,
-};
+use crate::engine::{Engine, EngineConfig, EngineEntry, EngineKind, Side, SideKind, Vectors};
 use crate::fuse::{rrf, unit_scaled};
 use crate::leg::{LegError, QueryInput, Ranker, Retrieval};
-use crate::params::{Check, Checked, Flat, ParamError};
+use crate::params::{Check, Checked, Flat, ParamError, Params};
 use crate::{flat_params, leaf_params};
 
 /// `pool_k`: candidates each first-stage engine returns (the seed's 100).
@@ -77,111 +75,98 @@ impl Checked for Rrf {
 
 leaf_params!(Pool, Rrf);
 
-/// One side's engine choice: read from, and written to, its nested map `{engine: NAME, ...}`
-/// under [`EngineChoice::KEY`]. The [`Default`] is the built-in engine, which takes no
-/// parameters and is left out of the resolved map.
-pub trait EngineChoice: Sized + Default + PartialEq {
-    /// The campaign key of the side (`dense`, `lexical`).
-    const KEY: &'static str;
-    /// The engine names the side accepts, the built-in first.
-    const ENGINES: &'static [&'static str];
-    /// The choice named `engine`, from the rest of its map (`engine` removed).
-    fn read(engine: &str, rest: Flat) -> Result<Self, String>;
-    /// The engine's name and its parameters (every default filled in).
-    fn write(&self) -> (&'static str, Flat);
-    /// Range checks; errors name `<KEY>.<field>`.
-    fn check_choice(&self, c: &Check<'_>) -> Result<(), LegError>;
+/// Which side a [`Choice`] is (a type, so each side's choice is its own parameter group).
+pub trait SideKey: Send + Sync + 'static {
+    /// The side.
+    const SIDE: SideKind;
+}
+
+/// The dense side's key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DenseKey;
+impl SideKey for DenseKey {
+    const SIDE: SideKind = SideKind::Dense;
+}
+
+/// The lexical side's key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LexicalKey;
+impl SideKey for LexicalKey {
+    const SIDE: SideKind = SideKind::Lexical;
+}
+
+/// One side's engine, read from and written to its nested map `{engine: NAME, ...}` under the
+/// side's key, through [`ENGINES`](crate::engine::ENGINES). The [`Default`] is the side's
+/// built-in engine (its first in the list), which is left out of the resolved map.
+pub struct Choice<S: SideKey> {
+    config: Arc<dyn EngineConfig>,
+    side: PhantomData<S>,
 }
 
 /// `dense`: which engine answers the dense side.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub enum DenseEngine {
-    /// The exact cosine scan ([`ExactDense`]).
-    #[default]
-    Exact,
-    /// Qdrant's HNSW, in process ([`crate::engine::qdrant`]).
-    Qdrant(QdrantSpec),
-    /// A process speaking the JSON-lines protocol ([`crate::engine::external`]).
-    External(ExternalSpec),
-}
-
+pub type DenseEngine = Choice<DenseKey>;
 /// `lexical`: which engine answers the lexical side.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub enum LexicalEngine {
-    /// The export's BM25 index ([`Bm25`]).
-    #[default]
-    Bm25,
-    /// A process speaking the JSON-lines protocol ([`crate::engine::external`]).
-    External(ExternalSpec),
-}
+pub type LexicalEngine = Choice<LexicalKey>;
 
-/// A builtin takes no parameters: anything besides `engine` is a mistake, not a no-op.
-fn no_params(engine: &str, rest: &Flat) -> Result<(), String> {
-    match rest.keys().next() {
-        Some(k) => Err(format!("engine `{engine}` takes no parameters, got `{k}`")),
-        None => Ok(()),
-    }
-}
-
-fn external(rest: Flat) -> Result<ExternalSpec, String> {
-    serde_json::from_value(Value::Object(rest)).map_err(|e| format!("engine `external`: {e}"))
-}
-
-fn external_map(spec: &ExternalSpec) -> Flat {
-    match serde_json::to_value(spec) {
-        Ok(Value::Object(m)) => m,
-        other => unreachable!("an external spec serialises to a map, got {other:?}"),
-    }
-}
-
-impl EngineChoice for DenseEngine {
-    const KEY: &'static str = "dense";
-    const ENGINES: &'static [&'static str] = &["exact", "qdrant", "external"];
-    fn read(engine: &str, rest: Flat) -> Result<Self, String> {
-        match engine {
-            "exact" => no_params(engine, &rest).map(|()| DenseEngine::Exact),
-            "qdrant" => QdrantSpec::read(rest).map(DenseEngine::Qdrant),
-            "external" => external(rest).map(DenseEngine::External),
-            _ => Err(String::new()),
+impl<S: SideKey> Choice<S> {
+    /// The choice of the engine `config` is the group of.
+    pub fn of(config: Arc<dyn EngineConfig>) -> Self {
+        Choice {
+            config,
+            side: PhantomData,
         }
     }
+
+    /// The engine's name.
+    pub fn name(&self) -> &'static str {
+        self.config.name()
+    }
+
+    /// The engine's group, if it is engine `E`.
+    pub fn config<E: EngineKind>(&self) -> Option<&E> {
+        self.config.as_any().downcast_ref::<E>()
+    }
+
+    /// The engine's group.
+    pub fn engine(&self) -> &Arc<dyn EngineConfig> {
+        &self.config
+    }
+
+    /// The engine and its parameters (every default filled in).
     fn write(&self) -> (&'static str, Flat) {
-        match self {
-            DenseEngine::Exact => ("exact", Flat::new()),
-            DenseEngine::Qdrant(s) => ("qdrant", s.write()),
-            DenseEngine::External(s) => ("external", external_map(s)),
-        }
-    }
-    fn check_choice(&self, c: &Check<'_>) -> Result<(), LegError> {
-        match self {
-            DenseEngine::Exact => Ok(()),
-            DenseEngine::Qdrant(s) => s.check(c, Self::KEY),
-            DenseEngine::External(s) => s.check(c, Self::KEY),
-        }
+        (self.config.name(), self.config.params())
     }
 }
 
-impl EngineChoice for LexicalEngine {
-    const KEY: &'static str = "lexical";
-    const ENGINES: &'static [&'static str] = &["bm25", "external"];
-    fn read(engine: &str, rest: Flat) -> Result<Self, String> {
-        match engine {
-            "bm25" => no_params(engine, &rest).map(|()| LexicalEngine::Bm25),
-            "external" => external(rest).map(LexicalEngine::External),
-            _ => Err(String::new()),
-        }
+impl<S: SideKey> Clone for Choice<S> {
+    fn clone(&self) -> Self {
+        Choice::of(self.config.clone())
     }
-    fn write(&self) -> (&'static str, Flat) {
-        match self {
-            LexicalEngine::Bm25 => ("bm25", Flat::new()),
-            LexicalEngine::External(s) => ("external", external_map(s)),
-        }
+}
+
+impl<S: SideKey> Default for Choice<S> {
+    fn default() -> Self {
+        let entry = EngineEntry::default_for(S::SIDE);
+        Choice::of(
+            entry
+                .read(&Flat::new())
+                .expect("a side's built-in engine reads from no parameters (checked by a test)"),
+        )
     }
-    fn check_choice(&self, c: &Check<'_>) -> Result<(), LegError> {
-        match self {
-            LexicalEngine::Bm25 => Ok(()),
-            LexicalEngine::External(s) => s.check(c, Self::KEY),
-        }
+}
+
+impl<S: SideKey> PartialEq for Choice<S> {
+    fn eq(&self, other: &Self) -> bool {
+        self.write() == other.write()
+    }
+}
+
+impl<S: SideKey> fmt::Debug for Choice<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Choice")
+            .field("side", &S::SIDE)
+            .field("engine", &self.config)
+            .finish()
     }
 }
 
@@ -192,96 +177,69 @@ impl DenseEngine {
         export: &Arc<Export>,
         vectors: Vectors,
     ) -> Result<Box<dyn Engine>, LegError> {
-        Ok(match self {
-            DenseEngine::Exact => Box::new(ExactDense::new(export.clone(), vectors)?),
-            #[cfg(feature = "qdrant")]
-            DenseEngine::Qdrant(spec) => Box::new(crate::engine::QdrantDense::new(
-                export.clone(),
-                vectors,
-                spec,
-            )?),
-            #[cfg(not(feature = "qdrant"))]
-            DenseEngine::Qdrant(_) => return Err(crate::engine::qdrant::not_built()),
-            DenseEngine::External(spec) => {
-                vectors.available_in(export)?;
-                Box::new(ExternalEngine::start(export, Side::Dense(vectors), spec)?)
-            }
-        })
+        self.config.build(export, Side::Dense(vectors))
     }
 }
 
 impl LexicalEngine {
     /// The engine over `export` (starts the process of an external engine).
     pub fn build(&self, export: &Arc<Export>) -> Result<Box<dyn Engine>, LegError> {
-        Ok(match self {
-            LexicalEngine::Bm25 => Box::new(Bm25::new(export.clone())),
-            LexicalEngine::External(spec) => {
-                Box::new(ExternalEngine::start(export, Side::Lexical, spec)?)
-            }
-        })
+        self.config.build(export, Side::Lexical)
     }
 }
 
-/// Reads side `E` from its key of `map` (absent: the built-in engine).
-fn take_choice<E: EngineChoice>(map: &Flat) -> Result<E, ParamError> {
-    let key = E::KEY;
-    let known = E::ENGINES.join(", ");
-    let err = |m: String| ParamError(format!("parameter `{key}`: {m}"));
+/// Reads side `S` from its key of `map` (absent: the built-in engine).
+fn take_choice<S: SideKey>(map: &Flat) -> Result<Choice<S>, ParamError> {
+    let key = S::SIDE.key();
+    let err = |e: ParamError| ParamError::param(key, e);
     let Some(value) = map.get(key) else {
-        return Ok(E::default());
+        return Ok(Choice::default());
     };
     let Value::Object(group) = value else {
-        return Err(err(format!(
-            "must be a map like {{engine: {}}}, got {value}",
-            E::ENGINES[0]
-        )));
+        return Err(err(ParamError::NotAGroup {
+            default: EngineEntry::default_for(S::SIDE).name,
+            got: value.clone(),
+        }));
     };
     let mut rest = group.clone();
     let engine = match rest.remove("engine") {
         Some(Value::String(e)) => e,
-        Some(other) => return Err(err(format!("`engine` must be a string, got {other}"))),
-        None => return Err(err(format!("missing `engine` (one of: {known})"))),
+        Some(other) => return Err(err(ParamError::EngineNotString { got: other })),
+        None => {
+            return Err(err(ParamError::MissingEngine {
+                known: EngineEntry::names(S::SIDE),
+            }))
+        }
     };
-    E::read(&engine, rest).map_err(|m| {
-        if m.is_empty() {
-            err(format!("unknown engine `{engine}` (known: {known})"))
-        } else {
-            err(m)
-        }
-    })
-}
-
-/// Writes side `E` under its key, unless it is the default (see the module docs).
-fn put_choice<E: EngineChoice>(choice: &E, map: &mut Flat) {
-    if *choice == E::default() {
-        return;
+    match EngineEntry::named(S::SIDE, &engine) {
+        Some(entry) => entry.read(&rest).map(Choice::of).map_err(err),
+        None => Err(err(ParamError::UnknownEngine {
+            engine,
+            known: EngineEntry::names(S::SIDE),
+        })),
     }
-    let (engine, mut group) = choice.write();
-    group.insert("engine".into(), Value::String(engine.into()));
-    map.insert(E::KEY.into(), Value::Object(group));
 }
 
-/// Registers engine choices as parameter groups of one nested key each.
-macro_rules! engine_params {
-    ($($ty:ty),+ $(,)?) => {$(
-        impl $crate::params::Params for $ty {
-            fn keys(out: &mut Vec<&'static str>) {
-                out.push(<$ty as EngineChoice>::KEY);
-            }
-            fn take(map: &Flat) -> Result<Self, ParamError> {
-                take_choice(map)
-            }
-            fn put(&self, map: &mut Flat) {
-                put_choice(self, map)
-            }
-            fn check(&self, c: &Check<'_>) -> Result<(), LegError> {
-                self.check_choice(c)
-            }
+impl<S: SideKey> Params for Choice<S> {
+    fn keys(out: &mut Vec<&'static str>) {
+        out.push(S::SIDE.key());
+    }
+    fn take(map: &Flat) -> Result<Self, ParamError> {
+        take_choice(map)
+    }
+    /// Writes the side under its key, unless it is the default (see the module docs).
+    fn put(&self, map: &mut Flat) {
+        if *self == Choice::default() {
+            return;
         }
-    )+};
+        let (engine, mut group) = self.write();
+        group.insert("engine".into(), Value::String(engine.into()));
+        map.insert(S::SIDE.key().into(), Value::Object(group));
+    }
+    fn check(&self, c: &Check<'_>) -> Result<(), LegError> {
+        self.config.check(c, S::SIDE)
+    }
 }
-
-engine_params!(DenseEngine, LexicalEngine);
 
 flat_params! {
     /// The hybrid first stage's parameters: `pool_k` from each engine, fused with `rrf_k`, and
@@ -380,6 +338,7 @@ impl Ranker for Hybrid {
 
 #[cfg(test)]
 mod tests {
+    use crate::engine::ExternalSpec;
     use crate::kinds::{dense::Dense, graph_rescue::GraphRescue, lexical::Lexical};
     use crate::registry::LegSpec;
 
@@ -424,8 +383,9 @@ mod tests {
         )
         .unwrap();
         let g = s.config::<GraphRescue>().unwrap();
-        assert_eq!(g.rescue.first.dense, DenseEngine::Exact);
-        let LexicalEngine::External(spec) = &g.rescue.first.lexical else {
+        assert_eq!(g.rescue.first.dense, DenseEngine::default());
+        assert_eq!(g.rescue.first.dense.name(), "exact");
+        let Some(spec) = g.rescue.first.lexical.config::<ExternalSpec>() else {
             panic!("{g:?}")
         };
         assert_eq!(
@@ -445,8 +405,8 @@ mod tests {
         )
         .unwrap();
         assert!(matches!(
-            &d.config::<Dense>().unwrap().dense,
-            DenseEngine::External(ExternalSpec { timeout_ms: 5, .. })
+            d.config::<Dense>().unwrap().dense.config::<ExternalSpec>(),
+            Some(ExternalSpec { timeout_ms: 5, .. })
         ));
     }
 
@@ -547,7 +507,9 @@ mod tests {
             }
         }
         let l = parse(r#"{"kind":"lexical"}"#).unwrap();
-        assert_eq!(l.config::<Lexical>().unwrap().lexical, LexicalEngine::Bm25);
+        let lexical = &l.config::<Lexical>().unwrap().lexical;
+        assert_eq!(lexical, &LexicalEngine::default());
+        assert!(lexical.config::<crate::engine::Bm25Spec>().is_some());
     }
 
     #[test]

@@ -130,7 +130,7 @@ pub struct Selection {
 }
 
 /// Why a leg cannot be built for a dataset, or cannot retrieve or select for a query.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum LegError {
     /// The export lacks something this leg needs; the cell is recorded as `missing-inputs`.
@@ -154,12 +154,16 @@ pub enum LegError {
     /// its file no longer matches the manifest's hash, or does not decode. The cell is recorded
     /// as `error` with the message, which names the file.
     #[error("{0}")]
-    Export(String),
+    Export(std::sync::Arc<hopbench_datasets::Error>),
 }
 
 impl From<hopbench_datasets::Error> for LegError {
+    /// The export's error itself (a repeated one unwrapped: it displays as its first).
     fn from(e: hopbench_datasets::Error) -> Self {
-        LegError::Export(e.to_string())
+        match e {
+            hopbench_datasets::Error::Repeated(first) => LegError::Export(first),
+            e => LegError::Export(std::sync::Arc::new(e)),
+        }
     }
 }
 

@@ -17,6 +17,7 @@
 //! names its key. Range checks go through [`Check`], which names the leg and the field.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -27,10 +28,124 @@ use crate::leg::LegError;
 /// A flat parameter map as written in the campaign (without `kind`).
 pub type Flat = Map<String, Value>;
 
-/// A parameter that could not be read: unknown, or of the wrong type or shape.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct ParamError(pub String);
+/// A parameter that could not be read: unknown, or of the wrong type or shape. Each variant
+/// displays as the message a campaign author reads, naming the kind, the key or the engine.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum ParamError {
+    /// A leg map without `kind`.
+    #[error("missing `kind`")]
+    MissingKind,
+    /// `kind` is not a string.
+    #[error("`kind` must be a string, got {got}")]
+    KindNotString {
+        /// The value written.
+        got: Value,
+    },
+    /// A `kind` the registry does not list.
+    #[error("unknown leg kind `{kind}` (known: {})", .known.join(", "))]
+    UnknownKind {
+        /// The name written.
+        kind: String,
+        /// Every kind's name.
+        known: Vec<&'static str>,
+    },
+    /// A parameter of kind `kind` could not be read.
+    #[error("kind `{kind}`: {error}")]
+    InKind {
+        /// The kind.
+        kind: String,
+        /// Why.
+        error: Box<ParamError>,
+    },
+    /// A key no group of the kind reads.
+    #[error("unknown parameter `{key}` (known: {})", .known.join(", "))]
+    UnknownKey {
+        /// The key written.
+        key: String,
+        /// Every key the kind reads, sorted.
+        known: Vec<&'static str>,
+    },
+    /// Parameter `key` could not be read.
+    #[error("parameter `{key}`: {error}")]
+    Param {
+        /// The key.
+        key: String,
+        /// Why.
+        error: Box<ParamError>,
+    },
+    /// A value serde could not read into its group.
+    #[error("{0}")]
+    Serde(Arc<serde_json::Error>),
+    /// An engine side that is not a map.
+    #[error("must be a map like {{engine: {default}}}, got {got}")]
+    NotAGroup {
+        /// The side's built-in engine.
+        default: &'static str,
+        /// The value written.
+        got: Value,
+    },
+    /// `engine` is not a string.
+    #[error("`engine` must be a string, got {got}")]
+    EngineNotString {
+        /// The value written.
+        got: Value,
+    },
+    /// An engine group without `engine`.
+    #[error("missing `engine` (one of: {})", .known.join(", "))]
+    MissingEngine {
+        /// The engines the side accepts.
+        known: Vec<&'static str>,
+    },
+    /// An `engine` the side does not accept.
+    #[error("unknown engine `{engine}` (known: {})", .known.join(", "))]
+    UnknownEngine {
+        /// The name written.
+        engine: String,
+        /// The engines the side accepts.
+        known: Vec<&'static str>,
+    },
+    /// A parameter given to an engine that takes none.
+    #[error("engine `{engine}` takes no parameters, got `{key}`")]
+    NoParams {
+        /// The engine.
+        engine: &'static str,
+        /// The first key given.
+        key: String,
+    },
+    /// Engine `engine`'s group could not be read.
+    #[error("engine `{engine}`: {error}")]
+    InEngine {
+        /// The engine.
+        engine: &'static str,
+        /// Why.
+        error: Box<ParamError>,
+    },
+    /// An engine this build of hopbench lacks; `how` says how to get it.
+    #[error("{how}")]
+    NotBuilt {
+        /// The engine.
+        engine: &'static str,
+        /// How to build it in.
+        how: &'static str,
+    },
+}
+
+impl ParamError {
+    /// `error` about parameter `key`.
+    pub fn param(key: impl Into<String>, error: ParamError) -> Self {
+        ParamError::Param {
+            key: key.into(),
+            error: Box::new(error),
+        }
+    }
+}
+
+impl From<serde_json::Error> for ParamError {
+    fn from(e: serde_json::Error) -> Self {
+        ParamError::Serde(Arc::new(e))
+    }
+}
 
 /// A group of parameters that reads itself from, and writes itself into, a flat map.
 pub trait Params: Sized {
@@ -49,13 +164,13 @@ pub trait Params: Sized {
         let mut known = Vec::new();
         Self::keys(&mut known);
         if let Some(unknown) = map.keys().find(|k| !known.contains(&k.as_str())) {
-            let mut names: Vec<&str> = known.clone();
+            let mut names = known.clone();
             names.sort_unstable();
             names.dedup();
-            return Err(ParamError(format!(
-                "unknown parameter `{unknown}` (known: {})",
-                names.join(", ")
-            )));
+            return Err(ParamError::UnknownKey {
+                key: unknown.clone(),
+                known: names,
+            });
         }
         Self::take(map)
     }
@@ -125,9 +240,9 @@ pub fn take_leaf<T: DeserializeOwned>(map: &Flat) -> Result<T, ParamError> {
             let one: Flat = [(k.clone(), v.clone())].into_iter().collect();
             serde_json::from_value::<T>(Value::Object(one))
                 .err()
-                .map(|e| ParamError(format!("parameter `{k}`: {e}")))
+                .map(|e| ParamError::param(k.as_str(), e.into()))
         });
-        culprit.unwrap_or_else(|| ParamError(e.to_string()))
+        culprit.unwrap_or_else(|| e.into())
     })
 }
 
@@ -363,11 +478,18 @@ mod tests {
     fn unknown_keys_and_wrong_types_name_the_parameter() {
         let e = AB::from_flat(&flat(r#"{"a": 1, "c": 2}"#)).unwrap_err();
         assert_eq!(
-            e.0,
+            e.to_string(),
             "unknown parameter `c` (known: a, b, nested, shared_doc)"
         );
         let e = AB::from_flat(&flat(r#"{"a": "many", "b": 1}"#)).unwrap_err();
-        assert!(e.0.starts_with("parameter `a`: invalid type"), "{}", e.0);
+        assert!(
+            matches!(&e, ParamError::Param { key, .. } if key == "a"),
+            "{e:?}"
+        );
+        assert!(
+            e.to_string().starts_with("parameter `a`: invalid type"),
+            "{e}"
+        );
         let e = serde_json::from_str::<Outer>(r#"{"nested": 3}"#).unwrap_err();
         assert!(e.to_string().contains("parameter `nested`"), "{e}");
     }

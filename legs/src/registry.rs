@@ -13,9 +13,32 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::conversation::session::TextVectors;
+use crate::conversation::ConversationConfig;
+use crate::engine::{CacheInputs, EngineEntry, ExportRef, Side, SideKind, Vectors};
+use crate::kinds::conv_last_turn::ConvLastTurn;
+use crate::kinds::multi_horizon::MultiHorizon;
 use crate::kinds::{Build, Kind, LegConfig, LegKind, KINDS};
 use crate::leg::{Leg, LegError};
 use crate::params::{Flat, ParamError};
+
+pub use crate::kinds::Role;
+
+/// The role of kind `kind` ([`crate::kinds::LegKind::ROLE`]); `None` for a name no kind has
+/// (a summary written by another version).
+pub fn role_of(kind: &str) -> Option<Role> {
+    Kind::named(kind).map(|k| k.role)
+}
+
+/// A conversation assembler to time, and the leg to time it against ([`LegSpec::assembly_probe`]).
+#[derive(Debug)]
+pub struct AssemblyProbe<'a> {
+    /// The assembler's settings (turn log, threads, intent, blend).
+    pub conversation: &'a ConversationConfig,
+    /// The retrieval on the current turn alone, with its default parameters.
+    pub baseline: LegSpec,
+    /// The baseline's kind name, as it is reported.
+    pub baseline_name: &'static str,
+}
 
 /// A leg's kind and resolved parameters, as a campaign declares it.
 #[derive(Clone)]
@@ -35,19 +58,19 @@ impl LegSpec {
     pub fn from_flat(mut map: Flat) -> Result<LegSpec, ParamError> {
         let kind = match map.remove("kind") {
             Some(Value::String(k)) => k,
-            Some(other) => return Err(ParamError(format!("`kind` must be a string, got {other}"))),
-            None => return Err(ParamError("missing `kind`".into())),
+            Some(other) => return Err(ParamError::KindNotString { got: other }),
+            None => return Err(ParamError::MissingKind),
         };
-        let entry = Kind::named(&kind).ok_or_else(|| {
-            let known: Vec<&str> = KINDS.iter().map(|k| k.name).collect();
-            ParamError(format!(
-                "unknown leg kind `{kind}` (known: {})",
-                known.join(", ")
-            ))
+        let Some(entry) = Kind::named(&kind) else {
+            return Err(ParamError::UnknownKind {
+                kind,
+                known: KINDS.iter().map(|k| k.name).collect(),
+            });
+        };
+        let config = entry.parse(&map).map_err(|e| ParamError::InKind {
+            kind: kind.clone(),
+            error: Box::new(e),
         })?;
-        let config = entry
-            .parse(&map)
-            .map_err(|e| ParamError(format!("kind `{kind}`: {e}")))?;
         Ok(LegSpec { config })
     }
 
@@ -64,6 +87,72 @@ impl LegSpec {
     /// The kind's parameter struct, when this spec is of kind `K`.
     pub fn config<K: LegKind>(&self) -> Option<&K> {
         self.config.as_any().downcast_ref::<K>()
+    }
+
+    /// What the kind's numbers are ([`crate::kinds::LegKind::ROLE`]).
+    pub fn role(&self) -> Role {
+        self.config.role()
+    }
+
+    /// The vector set the leg's dense side searches ([`crate::kinds::LegKind::DENSE_VECTORS`]).
+    pub fn dense_vectors(&self) -> Vectors {
+        self.config.dense_vectors()
+    }
+
+    /// What `bench assembly` times for this leg: its conversation assembler's settings and the
+    /// leg that retrieves on the current turn alone, beside which the assembler's cost is read.
+    /// `None` for a kind without an assembler.
+    pub fn assembly_probe(&self) -> Option<AssemblyProbe<'_>> {
+        let mh = self.config::<MultiHorizon>()?;
+        Some(AssemblyProbe {
+            conversation: &mh.assembler.conversation,
+            baseline: LegSpec::of(ConvLastTurn::default()),
+            baseline_name: ConvLastTurn::NAME,
+        })
+    }
+
+    /// What the leg's engines read besides their parameters and the export (a cell key's
+    /// inputs): every engine group of the resolved parameters, at any depth (composites nest
+    /// first stages), asked through [`crate::engine::EngineKind::cache_inputs`]. `export` is
+    /// `None` when the dataset has no export yet. A walk over the resolved map rather than a
+    /// visit through each group, so a composite that nests a first stage cannot forget to
+    /// forward it (which would serve a stale cell).
+    pub fn cache_inputs(&self, export: Option<ExportRef<'_>>) -> CacheInputs {
+        fn walk(
+            key: Option<&str>,
+            v: &Value,
+            vectors: Vectors,
+            export: Option<ExportRef<'_>>,
+            out: &mut CacheInputs,
+        ) {
+            match v {
+                Value::Object(m) => {
+                    let side = key.and_then(SideKind::of_key);
+                    let engine = m.get("engine").and_then(Value::as_str);
+                    if let (Some(side), Some(engine)) = (side, engine) {
+                        let mut rest = m.clone();
+                        rest.remove("engine");
+                        let entry = EngineEntry::named(side, engine);
+                        if let Some(config) = entry.and_then(|e| e.read(&rest).ok()) {
+                            let side = match side {
+                                SideKind::Dense => Side::Dense(vectors),
+                                SideKind::Lexical => Side::Lexical,
+                            };
+                            config.cache_inputs(side, export, out);
+                        }
+                    }
+                    for (k, x) in m {
+                        walk(Some(k), x, vectors, export, out);
+                    }
+                }
+                Value::Array(a) => a.iter().for_each(|x| walk(None, x, vectors, export, out)),
+                _ => {}
+            }
+        }
+        let mut out = CacheInputs::default();
+        let params = Value::Object(self.params());
+        walk(None, &params, self.dense_vectors(), export, &mut out);
+        out
     }
 
     /// Checks parameter ranges; `name` is the leg's campaign name, used in messages.
@@ -299,6 +388,65 @@ mod tests {
             let s = leg.select(&q, &r, None).unwrap();
             assert_eq!(s.chunks.len(), r.ranked.len());
         }
+    }
+
+    #[test]
+    fn the_files_an_external_command_names_are_hashed_at_any_depth() {
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("b.py");
+        std::fs::write(&script, "print(1)").unwrap();
+        let s = script.display().to_string();
+        let spec = |s: &str| {
+            parse(
+                &serde_json::json!({
+                    "kind": "graph_rescue_packed",
+                    "rescue": {
+                        "lexical": {"engine": "external", "command": ["python3", s, "--k", "3"]},
+                        "dense": {"engine": "exact"},
+                    },
+                })
+                .to_string(),
+            )
+            .unwrap()
+        };
+        let files = spec(&s).cache_inputs(None).files;
+        assert_eq!(files.keys().collect::<Vec<_>>(), vec![&s]);
+        assert_eq!(files[&s], blake3::hash(b"print(1)").to_hex().to_string());
+        std::fs::write(&script, "print(2)").unwrap();
+        assert_ne!(
+            spec(&s).cache_inputs(None).files[&s],
+            files[&s],
+            "an edit changes the key"
+        );
+        // no external engine, nothing hashed (and nothing added to the key)
+        let plain = parse(r#"{"kind":"bm25","pool_k":100}"#).unwrap();
+        assert_eq!(
+            plain.cache_inputs(None),
+            crate::engine::CacheInputs::default()
+        );
+    }
+
+    #[test]
+    fn a_kind_declares_its_role_and_the_bounds_say_so() {
+        assert_eq!(role_of("rescue_oracle"), Some(Role::Oracle));
+        assert_eq!(role_of("base_oracle"), Some(Role::Oracle));
+        assert_eq!(role_of("dense_content_only"), Some(Role::Ablation));
+        assert_eq!(role_of("graph_rescue"), Some(Role::System));
+        assert_eq!(role_of("no_such_kind"), None);
+        for k in KINDS {
+            // a bound says so in `hopbench legs`, an ablation too
+            match k.role {
+                Role::Oracle => assert!(k.about.starts_with("bound:"), "{}", k.name),
+                Role::Ablation => assert!(k.about.ends_with("(ablation)"), "{}", k.name),
+                Role::System => assert!(
+                    !k.about.starts_with("bound:") && !k.about.ends_with("(ablation)"),
+                    "{}",
+                    k.name
+                ),
+            }
+        }
+        let s = parse(r#"{"kind":"base_oracle"}"#).unwrap();
+        assert_eq!(s.role(), Role::Oracle);
     }
 
     #[test]

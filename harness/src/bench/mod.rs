@@ -305,6 +305,9 @@ pub struct AssemblyLatency {
     pub multi_horizon_ms: [f64; 2],
     /// `conv_last_turn`'s retrieve (the hybrid on the current turn).
     pub last_turn_ms: [f64; 2],
+    /// The kind of the leg timed for `last_turn_ms`, as printed (not in the JSON).
+    #[serde(skip)]
+    pub baseline: &'static str,
 }
 
 /// Times [`hopbench_legs::conversation::assemble`] per turn against the retrievals around it.
@@ -316,21 +319,23 @@ pub fn assembly(
     repeat: usize,
     data: &DataSettings,
 ) -> Result<AssemblyLatency> {
-    use hopbench_legs::kinds::{conv_last_turn::ConvLastTurn, multi_horizon::MultiHorizon};
     use hopbench_legs::registry::LegSpec;
     let spec = campaign
         .legs
         .get(leg)
         .with_context(|| format!("no leg `{leg}` in the campaign"))?;
-    let Some(cfg) = spec.config::<MultiHorizon>() else {
-        bail!("leg `{leg}` is not of kind multi_horizon");
+    let Some(probe) = spec.assembly_probe() else {
+        bail!(
+            "leg `{leg}` (kind `{}`) has no conversation assembler to time",
+            spec.kind()
+        );
     };
     let build = |spec: &LegSpec, name: &str| -> Result<Box<dyn hopbench_legs::Leg>> {
         crate::pipeline::leg_build::build(spec, name, export, data)?
             .map_err(|e| anyhow::anyhow!("{dataset} x {name}: {e}"))
     };
     let mh = build(spec, leg)?;
-    let last = build(&LegSpec::of(ConvLastTurn::default()), "conv_last_turn")?;
+    let last = build(&probe.baseline, probe.baseline_name)?;
     let texts = spec.texts_to_embed(export);
     let vectors = crate::pipeline::leg_build::vectors(export, &texts, data)?;
     let lookup = |t: &str| vectors.get(t).map(<[f32]>::to_vec).unwrap_or_default();
@@ -348,7 +353,7 @@ pub fn assembly(
             std::hint::black_box(hopbench_legs::conversation::assemble(
                 conv,
                 &lookup,
-                &cfg.assembler.conversation,
+                probe.conversation,
             ));
             let t1 = Instant::now();
             std::hint::black_box(mh.retrieve(&input)?);
@@ -378,5 +383,6 @@ pub fn assembly(
         assemble_ms: mp(&a),
         multi_horizon_ms: mp(&m),
         last_turn_ms: mp(&l),
+        baseline: probe.baseline_name,
     })
 }

@@ -22,7 +22,7 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use hopbench_datasets::export::Export;
 use hopbench_datasets::hnsw::HnswSettings;
-use hopbench_legs::engine::{ExactDense, QdrantDense, QdrantSpec, Vectors};
+use hopbench_legs::engine::{EngineKind, ExactDense, QdrantDense, QdrantSpec};
 use hopbench_legs::registry::LegSpec;
 use hopbench_legs::{Leg, QueryInput};
 use serde::Serialize;
@@ -236,11 +236,7 @@ pub fn run(
     if let Some(&0) = efs.iter().find(|&&e| e == 0) {
         bail!("--hnsw-ef: 0 is not a beam width (at least 1)");
     }
-    let vectors = if spec.kind() == "dense_content_only" {
-        Vectors::ContentOnly
-    } else {
-        Vectors::Full
-    };
+    let vectors = spec.dense_vectors();
     let exact_spec = with_dense(spec, leg, None)?;
     let build_leg = |s: &LegSpec| -> Result<Box<dyn Leg>> {
         crate::pipeline::leg_build::build(s, leg, export, data)?

@@ -9,6 +9,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use hopbench_datasets::export::{Export, ExportHead, Manifest};
+use hopbench_legs::engine::ExportRef;
 use hopbench_legs::{Leg, LegError, QueryInput};
 use rayon::prelude::*;
 
@@ -239,7 +240,12 @@ pub fn cell_inputs(
     leg_name: &str,
     export: Option<&ExportIdentity<'_>>,
 ) -> (CellInputs, String) {
-    let leg_config = serde_json::to_value(&campaign.legs[leg_name]).expect("leg spec serialises");
+    let spec = &campaign.legs[leg_name];
+    let leg_config = serde_json::to_value(spec).expect("leg spec serialises");
+    let engines = spec.cache_inputs(export.map(|e| ExportRef {
+        dir: e.dir,
+        manifest: e.manifest,
+    }));
     let model_id = export.map(|e| e.manifest.model_id.clone());
     let inputs = CellInputs {
         export: export.map(|e| e.manifest.content_hash()),
@@ -249,10 +255,8 @@ pub fn cell_inputs(
             .map(str::to_string),
         model_id,
         gain: export.and_then(ExportIdentity::gain),
-        engine_files: cache::engine_files(&leg_config),
-        engine_shards: export
-            .map(|e| cache::engine_shards(&leg_config, e.dir, e.manifest))
-            .unwrap_or_default(),
+        engine_files: engines.files,
+        engine_shards: engines.indexes,
         leg_config,
         query_set: export.map(|e| e.query_set_hash(&e.evaluated(s.limit))),
         limit: s.limit,

@@ -68,13 +68,14 @@ pub struct CellInputs {
     pub gain: Option<Gain>,
     /// The leg's resolved configuration (kind and every parameter, defaults filled in).
     pub leg_config: serde_json::Value,
-    /// blake3 of the files an external engine's command names ([`crate::store::cache::engine_files`]);
-    /// absent for legs on the built-in engines, so their keys are what they were.
+    /// blake3 of the files the leg's engines read besides the export, by the argument naming
+    /// each ([`hopbench_legs::engine::CacheInputs::files`]); absent for legs on the built-in
+    /// engines, so their keys are what they were.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub engine_files: std::collections::BTreeMap<String, String>,
-    /// The probe digest of each HNSW shard an embedded engine searched, by the shard's cache
-    /// directory name ([`crate::store::cache::engine_shards`]). Absent where no leg uses one, so other
-    /// cells' keys are unchanged.
+    /// The identity of each index the leg's engines built over the export (an HNSW shard's
+    /// probe digest), by its cache directory name ([`hopbench_legs::engine::CacheInputs::indexes`]).
+    /// Absent where no leg uses one, so other cells' keys are unchanged.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub engine_shards: std::collections::BTreeMap<String, String>,
     /// blake3 over the evaluated query ids and their gold (after `--limit`).

@@ -225,5 +225,6 @@ fn bench_assembly_reports_the_overhead_beside_the_retrievals() {
         "--leg",
         "bm25",
     ]);
-    assert!(String::from_utf8_lossy(&bad.stderr).contains("not of kind multi_horizon"));
+    assert!(String::from_utf8_lossy(&bad.stderr)
+        .contains("(kind `bm25`) has no conversation assembler to time"));
 }

@@ -9,9 +9,33 @@ use std::sync::Arc;
 use hopbench_datasets::export::Export;
 use hopbench_datasets::lexical::{Bm25Index, Tokenizer};
 
-use super::{Engine, EngineError};
+use super::{no_params, Engine, EngineError, EngineKind, Side, SideKind};
+use crate::params::{Flat, ParamError};
 use crate::candidate::Candidate;
 use crate::leg::{LegError, QueryInput};
+
+/// `lexical: {engine: bm25}`: the export's BM25 index, the lexical side's built-in engine. It
+/// takes no parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Bm25Spec;
+
+impl EngineKind for Bm25Spec {
+    const NAME: &'static str = "bm25";
+    const SIDES: &'static [SideKind] = &[SideKind::Lexical];
+
+    fn read(rest: &Flat) -> Result<Self, ParamError> {
+        no_params(Self::NAME, rest).map(|()| Bm25Spec)
+    }
+    fn write(&self) -> Flat {
+        Flat::new()
+    }
+    fn build(&self, export: &Arc<Export>, side: Side) -> Result<Box<dyn Engine>, LegError> {
+        match side {
+            Side::Lexical => Ok(Box::new(Bm25::new(export.clone()))),
+            Side::Dense(_) => Err(side.refused(Self::NAME)),
+        }
+    }
+}
 
 /// BM25 over an export's index, or over an index of the chunks' bodies alone.
 pub struct Bm25 {

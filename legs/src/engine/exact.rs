@@ -8,11 +8,35 @@ use std::sync::Arc;
 use hopbench_datasets::export::Export;
 use hopbench_datasets::vectors_file::VectorSet;
 
-use super::{Engine, EngineError};
+use super::{no_params, Engine, EngineError, EngineKind, Side, SideKind};
+use crate::params::Flat;
 use crate::candidate::{top_k, Candidate};
 use crate::leg::{LegError, QueryInput};
 
 pub use hopbench_datasets::vector::dot;
+
+/// `dense: {engine: exact}`: the exact scan, the dense side's built-in engine. It takes no
+/// parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Exact;
+
+impl EngineKind for Exact {
+    const NAME: &'static str = "exact";
+    const SIDES: &'static [SideKind] = &[SideKind::Dense];
+
+    fn read(rest: &Flat) -> Result<Self, crate::params::ParamError> {
+        no_params(Self::NAME, rest).map(|()| Exact)
+    }
+    fn write(&self) -> Flat {
+        Flat::new()
+    }
+    fn build(&self, export: &Arc<Export>, side: Side) -> Result<Box<dyn super::Engine>, LegError> {
+        match side {
+            Side::Dense(vectors) => Ok(Box::new(ExactDense::new(export.clone(), vectors)?)),
+            Side::Lexical => Err(side.refused(Self::NAME)),
+        }
+    }
+}
 
 /// Which vectors a dense search uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -60,10 +60,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::error::{EngineError, Failure};
-use super::{Engine, Vectors};
+use super::{
+    group_of, read_group, CacheInputs, Engine, EngineKind, ExportRef, Side, SideKind, Vectors,
+};
 use crate::candidate::{sort_ranked, Candidate};
 use crate::leg::{LegError, QueryInput};
-use crate::params::Check;
+use crate::params::{Check, Flat, ParamError};
 
 /// `{engine: external, command: [...], timeout_ms: N, startup_timeout_ms: N}`: the process
 /// that answers one first-stage side.
@@ -79,6 +81,47 @@ pub struct ExternalSpec {
     /// How long the process may take to load its index and say it is ready (ms).
     #[serde(default = "default_startup_timeout_ms")]
     pub startup_timeout_ms: u64,
+}
+
+impl EngineKind for ExternalSpec {
+    const NAME: &'static str = "external";
+    const SIDES: &'static [SideKind] = &[SideKind::Dense, SideKind::Lexical];
+
+    fn read(rest: &Flat) -> Result<Self, ParamError> {
+        read_group(Self::NAME, rest)
+    }
+    fn write(&self) -> Flat {
+        group_of(self)
+    }
+    fn check(&self, c: &Check<'_>, side: SideKind) -> Result<(), LegError> {
+        ExternalSpec::check(self, c, side.key())
+    }
+    fn build(&self, export: &Arc<Export>, side: Side) -> Result<Box<dyn Engine>, LegError> {
+        if let Side::Dense(vectors) = side {
+            vectors.available_in(export)?;
+        }
+        Ok(Box::new(ExternalEngine::start(export, side, self)?))
+    }
+
+    /// blake3 of every file the command names, by the argument as written. The command line
+    /// alone would let an edited backend script be served from the cache; with its bytes in
+    /// the key, editing it recomputes the cell. Arguments that are not files (flags, a program
+    /// found on `PATH` such as `python3`) are not hashed, so an upgraded interpreter or package
+    /// is not seen: `--force` after one. Relative paths resolve from the working directory, as
+    /// the process's do. A file that cannot be read is recorded as such (the process will fail).
+    fn cache_inputs(&self, _side: Side, _export: Option<ExportRef<'_>>, out: &mut CacheInputs) {
+        for arg in &self.command {
+            let path = std::path::Path::new(arg);
+            if !path.is_file() {
+                continue;
+            }
+            let hash = match std::fs::read(path) {
+                Ok(bytes) => blake3::hash(&bytes).to_hex().to_string(),
+                Err(e) => format!("unreadable: {e}"),
+            };
+            out.files.insert(arg.clone(), hash);
+        }
+    }
 }
 
 fn default_timeout_ms() -> u64 {
@@ -123,24 +166,6 @@ impl ExternalSpec {
             })
             .collect::<Vec<_>>()
             .join(" ")
-    }
-}
-
-/// Which side the process answers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Side {
-    /// The dense side, over one of the export's vector sets (requests carry the query vector).
-    Dense(Vectors),
-    /// The lexical side (requests carry the text only).
-    Lexical,
-}
-
-impl Side {
-    fn name(self) -> &'static str {
-        match self {
-            Side::Dense(_) => "dense",
-            Side::Lexical => "lexical",
-        }
     }
 }
 
@@ -300,7 +325,7 @@ impl ExternalEngine {
         let mut cmd = Command::new(program);
         cmd.args(args)
             .env("HOPBENCH_EXPORT", &dir)
-            .env("HOPBENCH_SIDE", side.name())
+            .env("HOPBENCH_SIDE", side.kind().key())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());

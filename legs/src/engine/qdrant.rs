@@ -23,13 +23,41 @@
 use hopbench_datasets::hnsw::HnswSettings;
 use serde::{Deserialize, Serialize};
 
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use hopbench_datasets::export::{Export, Manifest};
+use hopbench_datasets::hnsw;
+
+use super::{
+    group_of, read_group, CacheInputs, Engine, EngineKind, ExportRef, Side, SideKind, Vectors,
+};
 use crate::leg::LegError;
-use crate::params::Check;
+use crate::params::{Check, Flat, ParamError};
 
 #[cfg(feature = "qdrant")]
 mod served;
+#[cfg(not(feature = "qdrant"))]
+#[path = "qdrant/absent.rs"]
+mod served;
 #[cfg(feature = "qdrant")]
-pub use served::{shard_dir, shard_for, QdrantDense};
+pub use served::{shard_for, QdrantDense};
+
+/// Where the shard of the `vectors` of the export in `export_dir` (with `manifest`) under
+/// `settings` is cached ([`hopbench_datasets::hnsw::cache_dir`]).
+pub fn shard_dir(
+    export_dir: &Path,
+    manifest: &Manifest,
+    vectors: Vectors,
+    settings: HnswSettings,
+) -> PathBuf {
+    hnsw::cache_dir(
+        export_dir,
+        &manifest.content_hash(),
+        vectors.column(),
+        settings,
+    )
+}
 
 /// What a build without the engine says when a leg names it.
 pub const NOT_BUILT: &str = "engine `qdrant` is not in this build of hopbench: build it with \
@@ -37,7 +65,6 @@ pub const NOT_BUILT: &str = "engine `qdrant` is not in this build of hopbench: b
 
 /// The error of building the engine in a build without it (a spec can only be made there by
 /// hand: reading one already fails with [`NOT_BUILT`]).
-#[cfg(not(feature = "qdrant"))]
 pub fn not_built() -> LegError {
     LegError::Engine(super::EngineError {
         engine: "qdrant",
@@ -69,14 +96,18 @@ struct SpecIn {
     on_disk: Option<bool>,
 }
 
-impl QdrantSpec {
-    /// Reads the group's map (without `engine`), every default filled in.
-    pub fn read(rest: serde_json::Map<String, serde_json::Value>) -> Result<Self, String> {
-        if !cfg!(feature = "qdrant") {
-            return Err(NOT_BUILT.into());
-        }
-        let s: SpecIn = serde_json::from_value(serde_json::Value::Object(rest))
-            .map_err(|e| format!("engine `qdrant`: {e}"))?;
+impl EngineKind for QdrantSpec {
+    const NAME: &'static str = "qdrant";
+    const SIDES: &'static [SideKind] = &[SideKind::Dense];
+    const TITLE: &'static str = "Qdrant";
+    const BUILT: Result<(), &'static str> = if cfg!(feature = "qdrant") {
+        Ok(())
+    } else {
+        Err(NOT_BUILT)
+    };
+
+    fn read(rest: &Flat) -> Result<Self, ParamError> {
+        let s: SpecIn = read_group(Self::NAME, rest)?;
         let d = HnswSettings::default();
         let build = HnswSettings {
             m: s.m.unwrap_or(d.m),
@@ -89,20 +120,38 @@ impl QdrantSpec {
         })
     }
 
-    /// The group's map (without `engine`).
-    pub fn write(&self) -> serde_json::Map<String, serde_json::Value> {
-        match serde_json::to_value(self) {
-            Ok(serde_json::Value::Object(m)) => m,
-            other => unreachable!("a qdrant spec serialises to a map, got {other:?}"),
-        }
+    fn write(&self) -> Flat {
+        group_of(self)
     }
 
-    /// Ranges, as errors naming the parameter.
-    pub fn check(&self, c: &Check<'_>, key: &str) -> Result<(), LegError> {
+    fn check(&self, c: &Check<'_>, side: SideKind) -> Result<(), LegError> {
+        let key = side.key();
         c.at_least(&format!("{key}.hnsw_ef"), self.hnsw_ef, 1)?;
         match self.build.validate() {
             Ok(()) => Ok(()),
             Err(m) => c.fail(key, &m),
+        }
+    }
+
+    fn build(&self, export: &Arc<Export>, side: Side) -> Result<Box<dyn Engine>, LegError> {
+        let Side::Dense(vectors) = side else {
+            return Err(side.refused(Self::NAME));
+        };
+        served::build(self, export, vectors)
+    }
+
+    /// The shard it searches, by its cache directory's name: the probe digest its manifest
+    /// records (what identifies one random HNSW graph among the builds of the same vectors), or
+    /// `not built`. With the digest in the cell key, a rebuilt shard recomputes the cells that
+    /// used the old one. (Read from the manifest, not verified: the shard is verified when a
+    /// leg opens it.)
+    fn cache_inputs(&self, side: Side, export: Option<ExportRef<'_>>, out: &mut CacheInputs) {
+        if let (Some(export), Some(vectors)) = (export, side.vectors()) {
+            let dir = shard_dir(export.dir, export.manifest, vectors, self.build);
+            let name = dir
+                .file_name()
+                .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+            out.indexes.insert(name, served::probe_of(&dir));
         }
     }
 }
@@ -114,7 +163,7 @@ mod tests {
     #[test]
     fn the_spec_fills_qdrants_defaults_and_refuses_unknown_keys() {
         let read = |v: serde_json::Value| match v {
-            serde_json::Value::Object(m) => QdrantSpec::read(m),
+            serde_json::Value::Object(m) => QdrantSpec::read(&m),
             _ => unreachable!(),
         };
         let s = read(serde_json::json!({})).unwrap();
@@ -126,6 +175,6 @@ mod tests {
         assert_eq!((s.hnsw_ef, s.build.m, s.build.on_disk), (16, 32, true));
         assert_eq!(read(serde_json::Value::Object(s.write())).unwrap(), s);
         let e = read(serde_json::json!({"hnsw": 16})).unwrap_err();
-        assert!(e.contains("unknown field `hnsw`"), "{e}");
+        assert!(e.to_string().contains("unknown field `hnsw`"), "{e}");
     }
 }

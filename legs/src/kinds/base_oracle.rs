@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Build, LegKind};
+use super::{Role, Build, LegKind};
 use crate::leg::{Leg, LegError, Ranked};
 use crate::oracle::{Oracle, OracleKind};
 use crate::params::{Check, Checked, Params};
@@ -41,6 +41,7 @@ crate::leaf_params!(BaseOracle);
 impl LegKind for BaseOracle {
     const NAME: &'static str = "base_oracle";
     const ABOUT: &'static str = "bound: a perfect rescore of the base's top oracle_k";
+    const ROLE: Role = Role::Oracle;
 
     fn build(&self, b: &Build<'_>) -> Result<Box<dyn Leg>, LegError> {
         let kind = OracleKind::Base {

@@ -2,7 +2,6 @@
 //! the text alone), top `pool_k`.
 
 use super::{Build, LegKind};
-use crate::engine::Vectors;
 use crate::first_stage::{DenseEngine, Pool, Single};
 use crate::flat_params;
 use crate::leg::{Leg, LegError, Ranked};
@@ -22,7 +21,7 @@ impl LegKind for Dense {
     const ABOUT: &'static str = "exact cosine over header+content vectors";
 
     fn build(&self, b: &Build<'_>) -> Result<Box<dyn Leg>, LegError> {
-        let engine = self.dense.build(b.export, Vectors::Full)?;
+        let engine = self.dense.build(b.export, Self::DENSE_VECTORS)?;
         Ok(Ranked::leg(b.export, Single::new(engine, self.pool.pool_k)))
     }
 }

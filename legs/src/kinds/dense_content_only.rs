@@ -2,7 +2,7 @@
 //! (`missing-inputs` where no chunk has a header, so there are no such vectors): with
 //! `lexical_content_only`, the text-alone ablation of a title + text protocol.
 
-use super::{Build, LegKind};
+use super::{Role, Build, LegKind};
 use crate::engine::Vectors;
 use crate::first_stage::{DenseEngine, Pool, Single};
 use crate::flat_params;
@@ -21,9 +21,11 @@ flat_params! {
 impl LegKind for DenseContentOnly {
     const NAME: &'static str = "dense_content_only";
     const ABOUT: &'static str = "exact cosine over text-alone vectors, without the header (ablation)";
+    const ROLE: Role = Role::Ablation;
+    const DENSE_VECTORS: Vectors = Vectors::ContentOnly;
 
     fn build(&self, b: &Build<'_>) -> Result<Box<dyn Leg>, LegError> {
-        let engine = self.dense.build(b.export, Vectors::ContentOnly)?;
+        let engine = self.dense.build(b.export, Self::DENSE_VECTORS)?;
         Ok(Ranked::leg(b.export, Single::new(engine, self.pool.pool_k)))
     }
 }

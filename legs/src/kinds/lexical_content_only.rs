@@ -2,7 +2,7 @@
 //! puts before it (`missing-inputs` where no chunk has one): with `dense_content_only`, the
 //! text-alone ablation of a title + text protocol.
 
-use super::{Build, LegKind};
+use super::{Role, Build, LegKind};
 use crate::engine::Bm25;
 use crate::first_stage::{Pool, Single};
 use crate::flat_params;
@@ -19,6 +19,7 @@ flat_params! {
 impl LegKind for LexicalContentOnly {
     const NAME: &'static str = "lexical_content_only";
     const ABOUT: &'static str = "BM25 over the text alone, without the header (ablation)";
+    const ROLE: Role = Role::Ablation;
 
     fn build(&self, b: &Build<'_>) -> Result<Box<dyn Leg>, LegError> {
         let engine = Bm25::content_only(b.export.clone())?;

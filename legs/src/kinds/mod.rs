@@ -18,6 +18,7 @@ use std::sync::Arc;
 use hopbench_datasets::export::Export;
 
 use crate::conversation::session::TextVectors;
+use crate::engine::Vectors;
 use crate::leg::{Leg, LegError};
 use crate::params::{Check, Flat, ParamError, Params};
 
@@ -31,6 +32,19 @@ pub struct Build<'a> {
     pub vectors: Option<Arc<TextVectors>>,
 }
 
+/// What a kind's numbers are: a system, a bound that reads the gold, or an ablation of a
+/// system. Reports mark and set apart the non-systems by this alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// A retrieval strategy one could deploy.
+    System,
+    /// A bound derived from the gold: what is possible, not a system.
+    Oracle,
+    /// A system with one input taken away, to measure what that input is worth.
+    Ablation,
+}
+
 /// A leg kind: a parameter struct that knows how to become a [`Leg`].
 pub trait LegKind: Params + Debug + Clone + PartialEq + Send + Sync + 'static {
     /// The `kind:` name in the campaign.
@@ -40,6 +54,10 @@ pub trait LegKind: Params + Debug + Clone + PartialEq + Send + Sync + 'static {
     /// The fewest parameters the kind parses and validates with, as JSON: `{}` unless the kind
     /// has a parameter without a default (the registry's tests build every kind from this).
     const EXAMPLE: &'static str = "{}";
+    /// What the kind's numbers are ([`Role`]).
+    const ROLE: Role = Role::System;
+    /// The vector set its dense side searches.
+    const DENSE_VECTORS: Vectors = Vectors::Full;
 
     /// Checks across groups (each group's own ranges are checked by [`Params::check`] first).
     fn check_kind(&self, _c: &Check<'_>) -> Result<(), LegError> {
@@ -97,6 +115,10 @@ pub trait LegConfig: Debug + Send + Sync {
     fn has_budget(&self) -> bool;
     /// See [`LegKind::pin_inputs`].
     fn pin_inputs(&self, leg: &str, base: &Path) -> Result<Option<Arc<dyn LegConfig>>, LegError>;
+    /// See [`LegKind::ROLE`].
+    fn role(&self) -> Role;
+    /// See [`LegKind::DENSE_VECTORS`].
+    fn dense_vectors(&self) -> Vectors;
     /// The concrete kind struct, for callers that need one kind's parameters.
     fn as_any(&self) -> &dyn Any;
 }
@@ -128,6 +150,12 @@ impl<K: LegKind> LegConfig for K {
     fn pin_inputs(&self, leg: &str, base: &Path) -> Result<Option<Arc<dyn LegConfig>>, LegError> {
         Ok(LegKind::pin_inputs(self, leg, base)?.map(|k| Arc::new(k) as Arc<dyn LegConfig>))
     }
+    fn role(&self) -> Role {
+        K::ROLE
+    }
+    fn dense_vectors(&self) -> Vectors {
+        K::DENSE_VECTORS
+    }
     fn as_any(&self) -> &dyn Any {
         self
     }
@@ -141,6 +169,8 @@ pub struct Kind {
     pub about: &'static str,
     /// [`LegKind::EXAMPLE`].
     pub example: &'static str,
+    /// [`LegKind::ROLE`].
+    pub role: Role,
     parse: fn(&Flat) -> Result<Arc<dyn LegConfig>, ParamError>,
     keys: fn() -> Vec<&'static str>,
 }
@@ -152,6 +182,7 @@ impl Kind {
             name: K::NAME,
             about: K::ABOUT,
             example: K::EXAMPLE,
+            role: K::ROLE,
             parse: parse_as::<K>,
             keys: keys_of::<K>,
         }

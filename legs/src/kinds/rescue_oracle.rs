@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Build, LegKind};
+use super::{Role, Build, LegKind};
 use crate::leg::{Leg, LegError, Ranked};
 use crate::oracle::{Oracle, OracleKind};
 use crate::params::{Check, Checked, Params};
@@ -28,6 +28,7 @@ crate::leaf_params!(RescueOracle);
 impl LegKind for RescueOracle {
     const NAME: &'static str = "rescue_oracle";
     const ABOUT: &'static str = "bound: graph_rescue's union with rescued gold promoted to the front";
+    const ROLE: Role = Role::Oracle;
 
     fn build(&self, b: &Build<'_>) -> Result<Box<dyn Leg>, LegError> {
         let ranking = Oracle::new(b.export, self.rescue.clone(), OracleKind::Rescue)?;

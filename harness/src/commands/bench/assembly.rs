@@ -54,9 +54,9 @@ impl Command for Assembly {
                 &s.data,
             )?;
             out!(
-                "{:<22} {:>4} turns (mean {:.1} per conversation) x{:<3} assemble median {:.4} ms p95 {:.4} ms | {} retrieve median {:.4} ms p95 {:.4} ms | conv_last_turn median {:.4} ms p95 {:.4} ms",
+                "{:<22} {:>4} turns (mean {:.1} per conversation) x{:<3} assemble median {:.4} ms p95 {:.4} ms | {} retrieve median {:.4} ms p95 {:.4} ms | {} median {:.4} ms p95 {:.4} ms",
                 r.dataset, r.queries, r.turns_mean, r.repeat, r.assemble_ms[0], r.assemble_ms[1],
-                r.leg, r.multi_horizon_ms[0], r.multi_horizon_ms[1], r.last_turn_ms[0], r.last_turn_ms[1]
+                r.leg, r.multi_horizon_ms[0], r.multi_horizon_ms[1], r.baseline, r.last_turn_ms[0], r.last_turn_ms[1]
             );
             all.push(r);
         }

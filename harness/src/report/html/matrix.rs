@@ -7,11 +7,10 @@ use std::fmt::Write as _;
 use super::job::Job;
 use super::page::{self, esc};
 use super::{format, ReportOptions};
+use hopbench_legs::registry::{role_of, Role};
+
 use crate::analysis::metrics;
 use crate::store::summary::{CellSummary, Gain, Status};
-
-/// Leg kinds that read the gold: bounds on what is possible, not systems.
-const ORACLE_KINDS: &[&str] = &["rescue_oracle", "base_oracle"];
 
 /// The label of an oracle leg, wherever it is shown.
 pub(crate) const ORACLE_LABEL: &str = "oracle: upper bound, not a system";
@@ -21,9 +20,10 @@ pub(crate) fn kind(c: &CellSummary) -> Option<&str> {
     c.inputs.leg_config.get("kind").and_then(|k| k.as_str())
 }
 
-/// Whether the cell's leg is an oracle (derived from the gold).
+/// Whether the cell's leg is an oracle (derived from the gold), as its kind declares. Read from
+/// the kind's name in the summary, so summaries already on disk are labelled the same way.
 pub(crate) fn is_oracle(c: &CellSummary) -> bool {
-    kind(c).is_some_and(|k| ORACLE_KINDS.contains(&k))
+    kind(c).and_then(role_of) == Some(Role::Oracle)
 }
 
 /// The leg's header cell content: its name, its kind when that is not its name, and the

@@ -4,29 +4,30 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
-use hopbench_datasets::export::{Export, Manifest};
+use hopbench_datasets::export::Export;
 use hopbench_datasets::hnsw::{self, Expected, Hit, HnswSettings, HnswShard};
 
-use super::QdrantSpec;
+use super::{shard_dir, QdrantSpec};
 use crate::candidate::{top_k, Candidate};
 use crate::engine::exact::dot;
 use crate::engine::{Engine, EngineError, Failure, Vectors};
 use crate::leg::{LegError, QueryInput};
 
-/// Where the shard of the `vectors` of the export in `export_dir` (with `manifest`) under
-/// `settings` is cached ([`hopbench_datasets::hnsw::cache_dir`]).
-pub fn shard_dir(
-    export_dir: &Path,
-    manifest: &Manifest,
+/// [`EngineKind::build`](crate::engine::EngineKind::build) of the engine.
+pub(super) fn build(
+    spec: &QdrantSpec,
+    export: &Arc<Export>,
     vectors: Vectors,
-    settings: HnswSettings,
-) -> PathBuf {
-    hnsw::cache_dir(
-        export_dir,
-        &manifest.content_hash(),
-        vectors.column(),
-        settings,
-    )
+) -> Result<Box<dyn Engine>, LegError> {
+    Ok(Box::new(QdrantDense::new(export.clone(), vectors, spec)?))
+}
+
+/// The probe digest the shard manifest in `dir` records, or `not built`.
+pub(super) fn probe_of(dir: &Path) -> String {
+    std::fs::read(dir.join(hnsw::MANIFEST))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<hnsw::ShardManifest>(&b).ok())
+        .map_or_else(|| "not built".to_string(), |m| m.probe)
 }
 
 /// The shard's source identity as its manifest records it.
