@@ -9,12 +9,15 @@
 //! Nothing here knows about legs or metrics.
 #![deny(missing_docs)]
 
+#[cfg(feature = "formats")]
 pub mod chunk;
 mod csr;
+#[cfg(feature = "embed")]
 pub mod embed;
 pub mod enrich;
 pub mod error;
 pub mod export;
+#[cfg(feature = "formats")]
 pub mod formats;
 pub mod hnsw;
 pub mod lexical;

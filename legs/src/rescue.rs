@@ -633,9 +633,10 @@ mod tests {
 
     /// graph_rescue latency over the 6,119-passage 2Wiki corpus (fake 384-dim vectors, gate
     /// forced, 200 queries made from passage titles). Run with
-    /// `cargo test -p hopbench-legs latency -- --ignored --nocapture`.
+    /// `cargo test -p hopbench-legs --features real-data latency -- --ignored --nocapture`.
     #[test]
     #[ignore]
+    #[cfg(feature = "real-data")]
     fn latency_on_the_2wiki_corpus() {
         let dir = std::env::var("HOPBENCH_DATA").unwrap_or("/work/shared/datasets".into());
         let corpus = std::path::Path::new(&dir).join("2wiki-corpus");
@@ -697,9 +698,10 @@ mod tests {
 
     /// Gate calibration with the real embedding model (all-MiniLM-L6-v2 under `models/`): per
     /// dataset, how often each reason fires and the top-1 dense cosine quartiles. Run with
-    /// `cargo test -p hopbench-legs gate_calibration -- --ignored --nocapture`.
+    /// `cargo test -p hopbench-legs --features real-data gate_calibration -- --ignored --nocapture`.
     #[test]
     #[ignore]
+    #[cfg(feature = "real-data")]
     fn gate_calibration_with_the_real_model() {
         use hopbench_datasets::embed::Embedder;
         let model =
