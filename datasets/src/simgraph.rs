@@ -36,6 +36,7 @@ use serde::{Deserialize, Serialize};
 use crate::csr::Csr;
 use crate::enrich::louvain;
 use crate::error::{Error, Result};
+use crate::hnsw::SettingError;
 use crate::parquet_io as pq;
 
 /// The similarity graph's files in an export.
@@ -117,11 +118,7 @@ pub struct SimGraphBuild {
     /// What the manifest records of an HNSW build (`None`: exact).
     pub hnsw: Option<HnswGraphStats>,
     /// The HNSW index, for the dense engine's cache (`None`: exact).
-    #[cfg(feature = "qdrant")]
     pub shard: Option<crate::hnsw::KeptShard>,
-    /// Never set without the `qdrant` feature.
-    #[cfg(not(feature = "qdrant"))]
-    pub shard: Option<std::convert::Infallible>,
 }
 
 /// What the manifest records of an HNSW-built graph.
@@ -140,16 +137,17 @@ pub struct HnswGraphStats {
 
 impl SimGraphConfig {
     /// Checks the ranges (`min_similarity` in [-1, 1]).
-    pub fn validate(&self) -> std::result::Result<(), String> {
+    pub fn validate(&self) -> std::result::Result<(), SettingError> {
         if !(self.min_similarity >= -1.0 && self.min_similarity <= 1.0) {
-            return Err(format!(
-                "min_similarity is {}, expected a number in [-1, 1]",
-                self.min_similarity
+            return Err(SettingError::new(
+                "min_similarity",
+                self.min_similarity,
+                "a number in [-1, 1]",
             ));
         }
-        self.hnsw.validate().map_err(|m| format!("hnsw: {m}"))?;
+        self.hnsw.validate().map_err(|e| e.within("hnsw"))?;
         if self.hnsw_ef == 0 {
-            return Err("hnsw_ef is 0, expected at least 1".into());
+            return Err(SettingError::new("hnsw_ef", 0, "at least 1"));
         }
         Ok(())
     }
@@ -469,8 +467,8 @@ pub fn edge_recall(exact: &[(u32, u32, f32)], approx: &[(u32, u32, f32)]) -> f64
 
 /// [`knn_edges`] with each chunk's candidates from an HNSW index: its `k + 1` approximate
 /// nearest points (itself among them, usually), scored with [`dot`], thresholded, sorted and
-/// cut exactly as the exact scan's lists are.
-#[cfg(feature = "qdrant")]
+/// cut exactly as the exact scan's lists are. A build without Qdrant's engine says how to build
+/// the graph instead.
 fn hnsw_knn_edges(
     embeddings: &[f32],
     dim: usize,
@@ -478,6 +476,18 @@ fn hnsw_knn_edges(
     ids: &[&str],
     scratch: &Path,
 ) -> Result<(Edges, Option<crate::hnsw::KeptShard>)> {
+    if !crate::hnsw::BUILT {
+        let n = embeddings.len().checked_div(dim).unwrap_or(0);
+        return Err(Error::Config {
+            context: "prepare config `simgraph`".into(),
+            message: format!(
+                "the similarity graph of {n} chunks is to be built through HNSW (engine {:?}, \
+                 hnsw_above {}), which needs hopbench built with `--features qdrant`; or set \
+                 `simgraph: {{engine: exact}}` (every pair: {n}² dot products)",
+                cfg.engine, cfg.hnsw_above
+            ),
+        });
+    }
     if dim == 0 || cfg.k == 0 {
         return Ok((Vec::new(), None));
     }
@@ -509,26 +519,6 @@ fn hnsw_knn_edges(
     // the shard is removed when the kept handle drops, on the error path too
     let kept = shard.keep();
     Ok((symmetrise(&rows?), Some(kept)))
-}
-
-#[cfg(not(feature = "qdrant"))]
-fn hnsw_knn_edges(
-    embeddings: &[f32],
-    dim: usize,
-    cfg: &SimGraphConfig,
-    _ids: &[&str],
-    _scratch: &Path,
-) -> Result<(Edges, Option<std::convert::Infallible>)> {
-    let n = embeddings.len().checked_div(dim).unwrap_or(0);
-    Err(Error::Config {
-        context: "prepare config `simgraph`".into(),
-        message: format!(
-            "the similarity graph of {n} chunks is to be built through HNSW (engine {:?}, \
-             hnsw_above {}), which needs hopbench built with `--features qdrant`; or set \
-             `simgraph: {{engine: exact}}` (every pair: {n}² dot products)",
-            cfg.engine, cfg.hnsw_above
-        ),
-    })
 }
 
 #[cfg(test)]

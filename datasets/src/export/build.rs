@@ -32,10 +32,7 @@ pub(super) struct Built {
     /// What the manifest records of an HNSW-built similarity graph.
     pub(super) simgraph_hnsw: Option<HnswGraphStats>,
     /// Its index, handed to the dense engine's cache once the export is written.
-    #[cfg(feature = "qdrant")]
     pub(super) simgraph_shard: Option<crate::hnsw::KeptShard>,
-    #[cfg(not(feature = "qdrant"))]
-    pub(super) simgraph_shard: Option<std::convert::Infallible>,
     pub(super) subquery_embeddings: Vec<Option<Vec<f32>>>,
     /// Vector sets a dataset with vectors files lacks ([`VectorsRecord::absent`]).
     ///
@@ -91,13 +88,10 @@ pub(super) fn build(
 ) -> Result<Built> {
     let SpannedDataset { raw, spans } = spanned;
     let origin = PathBuf::from(format!("<dataset {}>", source.name));
-    config
-        .simgraph
-        .validate()
-        .map_err(|message| Error::Config {
-            context: "prepare config `simgraph`".into(),
-            message,
-        })?;
+    config.simgraph.validate().map_err(|e| Error::Config {
+        context: "prepare config `simgraph`".into(),
+        message: e.to_string(),
+    })?;
     config.enrich.validate().map_err(|message| Error::Config {
         context: "prepare config `enrich`".into(),
         message,

@@ -563,7 +563,6 @@ pub fn prepare_spanned(
     }
     let mut built = built;
     let manifest = crate::stages::timed("write", || write::write_atomically(dir, planned, &built))?;
-    #[cfg(feature = "qdrant")]
     if let Some(shard) = built.simgraph_shard.take() {
         // the similarity graph's index is the dense engine's over `embedding` with the same
         // settings: cached where the engine looks, so no query builds it again (a failure here
@@ -577,8 +576,6 @@ pub fn prepare_spanned(
             );
         }
     }
-    #[cfg(not(feature = "qdrant"))]
-    let _ = built.simgraph_shard.take();
     Ok((manifest, Prepared::Written))
 }
 

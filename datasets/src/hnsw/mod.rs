@@ -28,7 +28,10 @@
 //! ```
 //!
 //! The settings ([`HnswSettings`]) are part of every build, so a campaign that names them parses
-//! the same everywhere; the shard ([`HnswShard`]) needs the `qdrant` cargo feature.
+//! the same everywhere. The shard ([`HnswShard`]) needs the `qdrant` cargo feature; a build
+//! without it has the same types with no values ([`BUILT`] says which), so the code that uses
+//! a shard (the similarity graph, the export's hand-over to the dense engine's cache) compiles
+//! and reads the same in both builds, and this module is the one place the feature is named.
 
 use std::path::{Path, PathBuf};
 
@@ -36,8 +39,46 @@ use serde::{Deserialize, Serialize};
 
 #[cfg(feature = "qdrant")]
 mod shard;
-#[cfg(feature = "qdrant")]
+#[cfg(not(feature = "qdrant"))]
+#[path = "absent.rs"]
+mod shard;
 pub use shard::*;
+
+/// Whether this build carries Qdrant's engine (the `qdrant` cargo feature).
+pub const BUILT: bool = cfg!(feature = "qdrant");
+
+/// The manifest's file name in a shard directory.
+pub const MANIFEST: &str = "hnsw-manifest.json";
+
+/// A build setting outside the range it must lie in: the field (with the group it sits in, as
+/// the campaign spells it) and the rule it breaks.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field} is {value}, expected {expected}")]
+pub struct SettingError {
+    /// The field, as written in messages (`` `m` ``, `hnsw: `m``, `min_similarity`).
+    pub field: String,
+    /// The value given.
+    pub value: String,
+    /// The rule (`at least 2`, `a number in [-1, 1]`).
+    pub expected: String,
+}
+
+impl SettingError {
+    /// `field` is `value`, expected `expected`.
+    pub fn new(field: &str, value: impl std::fmt::Display, expected: &str) -> SettingError {
+        SettingError {
+            field: field.into(),
+            value: value.to_string(),
+            expected: expected.into(),
+        }
+    }
+
+    /// The same error for a field inside the group `group` (`hnsw: `m``).
+    pub fn within(mut self, group: &str) -> SettingError {
+        self.field = format!("{group}: {}", self.field);
+        self
+    }
+}
 
 #[cfg(all(test, feature = "qdrant"))]
 mod tests;
@@ -67,14 +108,15 @@ impl Default for HnswSettings {
 impl HnswSettings {
     /// The ranges Qdrant accepts, as a message naming the field (`m` 0 would silently build no
     /// graph at all, so it is refused).
-    pub fn validate(&self) -> std::result::Result<(), String> {
+    pub fn validate(&self) -> std::result::Result<(), SettingError> {
         if self.m < 2 {
-            return Err(format!("`m` is {}, expected at least 2", self.m));
+            return Err(SettingError::new("`m`", self.m, "at least 2"));
         }
         if self.ef_construct < 4 {
-            return Err(format!(
-                "`ef_construct` is {}, expected at least 4",
-                self.ef_construct
+            return Err(SettingError::new(
+                "`ef_construct`",
+                self.ef_construct,
+                "at least 4",
             ));
         }
         Ok(())

@@ -10,13 +10,11 @@ use qdrant_edge::{
 };
 use serde::{Deserialize, Serialize};
 
-use super::HnswSettings;
+use super::{HnswSettings, MANIFEST};
 use crate::error::{Error, Result};
 
 /// The payload field that carries a point's record id.
 pub const ID_FIELD: &str = "id";
-/// The manifest's file name in a shard directory.
-pub const MANIFEST: &str = "hnsw-manifest.json";
 /// Qdrant's own files, under the shard directory.
 const QDRANT_DIR: &str = "qdrant";
 /// The engine, as recorded in every manifest.

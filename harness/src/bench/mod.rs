@@ -10,9 +10,7 @@
 //!   indexing (chunks/s) and embedding (passages/s, no cache) on a sample.
 
 pub mod generate;
-#[cfg(feature = "qdrant")]
 pub mod parity;
-#[cfg(feature = "qdrant")]
 pub mod parity_plot;
 pub mod scale;
 

@@ -22,7 +22,7 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use hopbench_datasets::export::Export;
 use hopbench_datasets::hnsw::HnswSettings;
-use hopbench_legs::engine::{EngineKind, ExactDense, QdrantDense, QdrantSpec};
+use hopbench_legs::engine::{EngineKind, ExactDense, QdrantDense, QdrantSpec, SideKind};
 use hopbench_legs::registry::LegSpec;
 use hopbench_legs::{Leg, QueryInput};
 use serde::Serialize;
@@ -198,9 +198,10 @@ fn dense_lane(
 fn with_dense(spec: &LegSpec, name: &str, dense: Option<serde_json::Value>) -> Result<LegSpec> {
     let mut map = spec.params();
     map.insert("kind".into(), spec.kind().into());
+    let side = SideKind::Dense.key();
     match dense {
-        Some(v) => map.insert("dense".into(), v),
-        None => map.remove("dense"),
+        Some(v) => map.insert(side.into(), v),
+        None => map.remove(side),
     };
     LegSpec::from_flat(map).map_err(|e| {
         anyhow::anyhow!(
@@ -268,7 +269,7 @@ pub fn run(
         let qspec = QdrantSpec { hnsw_ef: ef, build };
         let group = {
             let mut m = qspec.write();
-            m.insert("engine".into(), "qdrant".into());
+            m.insert("engine".into(), QdrantSpec::NAME.into());
             serde_json::Value::Object(m)
         };
         let served_leg = build_leg(&with_dense(spec, leg, Some(group))?)?;

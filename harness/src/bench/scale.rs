@@ -27,13 +27,20 @@ use crate::bench::generate::{config_for, log_log_slope};
 use crate::pipeline::campaign::Campaign;
 use crate::pipeline::data::DataSettings;
 
-/// The legs the benchmark times (the `_qdrant` ones with the `qdrant` feature only).
+/// Whether this build serves the dense side through Qdrant (the `_qdrant` legs and the
+/// `dense_shard` stage are measured only then).
+fn served() -> bool {
+    use hopbench_legs::engine::EngineKind;
+    hopbench_legs::engine::QdrantSpec::BUILT.is_ok()
+}
+
+/// The legs the benchmark times (the `_qdrant` ones where this build serves through Qdrant).
 pub fn legs_yaml() -> String {
     let mut s = String::from(
         "  dense: {kind: dense}\n  lexical: {kind: lexical}\n  bm25: {kind: bm25}\n  \
          graph_rescue: {kind: graph_rescue, graph_mode: auto}\n",
     );
-    if cfg!(feature = "qdrant") {
+    if served() {
         s += "  dense_qdrant: {kind: dense, dense: {engine: qdrant}}\n  graph_rescue_qdrant: \
               {kind: graph_rescue, graph_mode: auto, dense: {engine: qdrant}}\n";
     }
@@ -147,16 +154,17 @@ pub fn run(
         stages::take();
         let t = Instant::now();
         let export = pool.install(|| crate::bench::open(&campaign, &name, &data))?;
-        #[cfg(feature = "qdrant")]
-        pool.install(|| {
-            stages::timed("dense_shard", || {
-                hopbench_legs::engine::qdrant::shard_for(
-                    &export,
-                    hopbench_legs::engine::Vectors::Full,
-                    hopbench_datasets::hnsw::HnswSettings::default(),
-                )
-            })
-        })?;
+        if served() {
+            pool.install(|| {
+                stages::timed("dense_shard", || {
+                    hopbench_legs::engine::qdrant::shard_for(
+                        &export,
+                        hopbench_legs::engine::Vectors::Full,
+                        hopbench_datasets::hnsw::HnswSettings::default(),
+                    )
+                })
+            })?;
+        }
         let prepare_secs = t.elapsed().as_secs_f64();
         let stage_log = stages::take();
         let prepare_peak_rss_mib = stage_log
@@ -398,10 +406,7 @@ mod tests {
         assert_eq!(c.results, "/tmp/x y");
         assert_eq!(c.model, "hashing-384");
         assert!(c.legs.contains_key("graph_rescue"));
-        assert_eq!(
-            c.legs.contains_key("dense_qdrant"),
-            cfg!(feature = "qdrant")
-        );
+        assert_eq!(c.legs.contains_key("dense_qdrant"), served());
     }
 
     #[test]
@@ -413,7 +418,7 @@ mod tests {
         for want in ["read", "bm25", "kg", "embed", "simgraph", "write"] {
             assert!(names.contains(&want), "{want} missing from {names:?}");
         }
-        assert_eq!(names.contains(&"dense_shard"), cfg!(feature = "qdrant"));
+        assert_eq!(names.contains(&"dense_shard"), served());
         assert_eq!(r.sizes[1].chunks, 800);
         assert!(r
             .sizes

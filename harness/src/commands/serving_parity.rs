@@ -59,8 +59,10 @@ impl Command for ServingParity {
     }
 }
 
-#[cfg(feature = "qdrant")]
+/// A build without Qdrant's engine says so before it opens anything.
 fn run(s: &Settings, a: &ServingParity) -> Result<()> {
+    use hopbench_legs::engine::{EngineKind, QdrantSpec};
+    QdrantSpec::BUILT.map_err(|e| anyhow::anyhow!("serving-parity: {e}"))?;
     let campaign = &s.campaign;
     let name =
         &crate::pipeline::campaign::select(&a.dataset, campaign.datasets.keys(), "dataset")?[0];
@@ -85,12 +87,4 @@ fn run(s: &Settings, a: &ServingParity) -> Result<()> {
         eprintln!("wrote {}", path.display());
     }
     Ok(())
-}
-
-#[cfg(not(feature = "qdrant"))]
-fn run(_: &Settings, _: &ServingParity) -> Result<()> {
-    anyhow::bail!(
-        "serving-parity: {}",
-        hopbench_legs::engine::qdrant::NOT_BUILT
-    )
 }

@@ -19,6 +19,7 @@ mod qdrant;
 mod reliability;
 mod report_html;
 mod run_leg;
+mod seams;
 mod settings;
 mod shard;
 mod slurm;

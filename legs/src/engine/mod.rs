@@ -53,9 +53,7 @@ pub use bm25::{Bm25, Bm25Spec};
 pub use error::{EngineError, Failure};
 pub use exact::{Exact, ExactDense, Vectors};
 pub use external::{ExternalEngine, ExternalSpec};
-#[cfg(feature = "qdrant")]
-pub use qdrant::QdrantDense;
-pub use qdrant::QdrantSpec;
+pub use qdrant::{QdrantDense, QdrantSpec};
 
 /// Which side an engine group sits under (`dense: {engine: ..}`, `lexical: {engine: ..}`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

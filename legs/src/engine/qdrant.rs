@@ -40,7 +40,6 @@ mod served;
 #[cfg(not(feature = "qdrant"))]
 #[path = "qdrant/absent.rs"]
 mod served;
-#[cfg(feature = "qdrant")]
 pub use served::{shard_for, QdrantDense};
 
 /// Where the shard of the `vectors` of the export in `export_dir` (with `manifest`) under
@@ -100,7 +99,7 @@ impl EngineKind for QdrantSpec {
     const NAME: &'static str = "qdrant";
     const SIDES: &'static [SideKind] = &[SideKind::Dense];
     const TITLE: &'static str = "Qdrant";
-    const BUILT: Result<(), &'static str> = if cfg!(feature = "qdrant") {
+    const BUILT: Result<(), &'static str> = if hnsw::BUILT {
         Ok(())
     } else {
         Err(NOT_BUILT)
@@ -129,7 +128,7 @@ impl EngineKind for QdrantSpec {
         c.at_least(&format!("{key}.hnsw_ef"), self.hnsw_ef, 1)?;
         match self.build.validate() {
             Ok(()) => Ok(()),
-            Err(m) => c.fail(key, &m),
+            Err(e) => c.fail(key, &e.to_string()),
         }
     }
 
