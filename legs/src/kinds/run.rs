@@ -4,7 +4,8 @@
 //!
 //! Each query's ranking is the run's documents for it by score, descending, ties on ascending
 //! corpus id (the one order of hopbench; ranked here on the run's own f64 scores, since a
-//! candidate's f32 score would turn nearby scores into ties). The rank column of a TREC run is
+//! candidate's f32 score would turn nearby scores into ties), or with `ties: trec_eval` on
+//! descending id, as trec_eval orders a run. The rank column of a TREC run is
 //! not read. What the run says is checked against the dataset, each error naming the file and
 //! the line, JSON path or row: a query id the dataset lacks, a document id its corpus lacks
 //! (with `unknown_ids: drop`, such records are dropped and counted instead), one (query,
@@ -45,6 +46,34 @@ pub enum UnknownIds {
     Drop,
 }
 
+/// The order of a query's documents with equal scores.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunTies {
+    /// Ascending document id: hopbench's one order.
+    #[default]
+    Id,
+    /// Descending document id, as trec_eval sorts a run (score descending, then docno
+    /// descending), so a run with ties scores as trec_eval scores it.
+    TrecEval,
+}
+
+impl RunTies {
+    /// Whether this is the default order (left out of the leg's parameters, so a run leg that
+    /// does not name it keeps its cell key).
+    pub fn is_default(&self) -> bool {
+        *self == RunTies::Id
+    }
+
+    /// The order of two chunks of equal score (chunk indices follow ascending record id).
+    fn order(self, a: u32, b: u32) -> std::cmp::Ordering {
+        match self {
+            RunTies::Id => a.cmp(&b),
+            RunTies::TrecEval => b.cmp(&a),
+        }
+    }
+}
+
 /// `run`'s parameters.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -61,6 +90,9 @@ pub struct Run {
     pub dataset: Option<String>,
     /// The file's blake3, written in when the campaign loads; a value given must match the file.
     pub file_blake3: Option<String>,
+    /// The order of equal scores: `id` (ascending document id) or `trec_eval` (descending).
+    #[serde(skip_serializing_if = "RunTies::is_default")]
+    pub ties: RunTies,
 }
 
 impl Run {
@@ -163,7 +195,8 @@ impl LegKind for Run {
             }
         }
         let format = self.resolved_format(&Check(b.leg))?;
-        let rankings = Rankings::read(b.export, path, format, self.unknown_ids).map_err(fail)?;
+        let rankings =
+            Rankings::read(b.export, path, format, self.unknown_ids, self.ties).map_err(fail)?;
         Ok(Ranked::leg(b.export, rankings))
     }
 }
@@ -190,6 +223,7 @@ impl Rankings {
         path: &Path,
         format: RunFormat,
         unknown: UnknownIds,
+        ties: RunTies,
     ) -> hopbench_datasets::Result<Rankings> {
         use hopbench_datasets::Error;
         let dataset = &export.manifest.dataset;
@@ -257,7 +291,7 @@ impl Rankings {
                     ),
                 ));
             }
-            list.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+            list.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(ties.order(a.1, b.1)));
             let ties = list.windows(2).filter(|w| w[0].0 == w[1].0).count();
             let diagnostics = BTreeMap::from([
                 ("run_ties_broken".to_string(), ties as f64),
@@ -354,6 +388,44 @@ mod tests {
         let (r2, d2) = ranking(leg.as_ref(), 2);
         assert!(r2.is_empty());
         assert_eq!(d2["run_query_absent"], 1.0);
+    }
+
+    #[test]
+    fn trec_eval_ties_order_equal_scores_on_descending_id_and_only_then_are_written() {
+        let export = crate::rescue::fixtures::synthetic();
+        let q0 = &export.queries[0].id;
+        let id = |c: usize| export.chunks[c].id.clone();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.trec");
+        // 3, 7 and 8 tie at 2.0 (listed out of order), 4 above them, 5 and 9 tie below
+        let text = format!(
+            "{q0} Q0 {} 1 2.0 t\n{q0} Q0 {} 2 5 t\n{q0} Q0 {} 3 2 t\n{q0} Q0 {} 4 2.0 t\n\
+             {q0} Q0 {} 5 1 t\n{q0} Q0 {} 6 1 t\n",
+            id(7),
+            id(4),
+            id(3),
+            id(8),
+            id(5),
+            id(9),
+        );
+        std::fs::write(&path, text).unwrap();
+        let by_id = build(&path, "").unwrap();
+        assert_eq!(ranking(by_id.as_ref(), 0).0, [4, 3, 7, 8, 5, 9]);
+        let trec = build(&path, r#", "ties": "trec_eval""#).unwrap();
+        let (r, d) = ranking(trec.as_ref(), 0);
+        assert_eq!(r, [4, 8, 7, 3, 9, 5]);
+        assert_eq!(d["run_ties_broken"], 3.0);
+        // the default order is not written, so a run leg that does not name it keeps its key
+        let plain = spec(r#"{"kind": "run", "file": "r.trec"}"#);
+        assert!(!plain.params().contains_key("ties"), "{:?}", plain.params());
+        let named = spec(r#"{"kind": "run", "file": "r.trec", "ties": "trec_eval"}"#);
+        assert_eq!(named.params()["ties"], "trec_eval");
+        assert!(spec(r#"{"kind": "run", "file": "r.trec", "ties": "id"}"#)
+            .params()
+            .get("ties")
+            .is_none());
+        let bad = serde_json::from_str::<LegSpec>(r#"{"kind": "run", "file": "r", "ties": "x"}"#);
+        assert!(bad.is_err());
     }
 
     #[test]
