@@ -41,7 +41,7 @@ def encode(qid):
 def original_run_check(s, table, qrels, measures, pairs):
     """(values compared, values that differ) of the cell against trec_eval on its run file."""
     config = s["inputs"]["leg_config"]
-    if config.get("kind") != "run" or s["dataset"] != config.get("dataset", s["dataset"]):
+    if config.get("kind") != "run" or s["dataset"] != (config.get("dataset") or s["dataset"]):
         return 0, []
     original = read_trec(pathlib.Path(config["file"]), "run")
     evaluated = pytrec_eval.RelevanceEvaluator(qrels, measures).evaluate(original)
