@@ -360,6 +360,15 @@ pub fn cdr_rank(
     out
 }
 
+/// A ranked fact delivered for its own relevance (an anchor, or a CDR fact).
+fn as_anchor(s: &Scored) -> EnvelopeFact {
+    EnvelopeFact {
+        fact: s.fact,
+        score: s.score,
+        role: Role::Anchor,
+    }
+}
+
 /// CDR's envelope: the top `fact_budget` of [`cdr_rank`], in rank order.
 pub fn cdr_envelope(
     space: &impl FactSpace,
@@ -369,15 +378,7 @@ pub fn cdr_envelope(
 ) -> Envelope {
     let ranked = cdr_rank(space, relevance, delivered, p.relevance_floor);
     Envelope {
-        facts: ranked
-            .iter()
-            .take(p.fact_budget)
-            .map(|s| EnvelopeFact {
-                fact: s.fact,
-                score: s.score,
-                role: Role::Anchor,
-            })
-            .collect(),
+        facts: ranked.iter().take(p.fact_budget).map(as_anchor).collect(),
         hops: 0,
     }
 }
@@ -393,6 +394,10 @@ struct Connector {
     dist: u8,
 }
 
+/// Where each anchor's walk reached: fact -> `[(anchor index, distance)]`, anchor indices
+/// ascending.
+type Reach = HashMap<u32, Vec<(u32, u8)>>;
+
 /// CDGR's envelope (SPEC-025 §2; see the module docs for every choice).
 pub fn cdgr_envelope(
     space: &impl FactSpace,
@@ -400,23 +405,13 @@ pub fn cdgr_envelope(
     delivered: &[u32],
     p: &CdgrParams,
 ) -> Envelope {
-    let ranked = cdr_rank(space, relevance, delivered, p.relevance_floor);
-    let budget = p.fact_budget;
-    let as_anchor = |s: &Scored| EnvelopeFact {
-        fact: s.fact,
-        score: s.score,
-        role: Role::Anchor,
-    };
     if !p.graph {
-        return Envelope {
-            facts: ranked.iter().take(budget).map(as_anchor).collect(),
-            hops: 0,
-        };
+        return cdr_envelope(space, relevance, delivered, p);
     }
+    let ranked = cdr_rank(space, relevance, delivered, p.relevance_floor);
     let s = p.anchor_slots().min(ranked.len());
     let anchors = &ranked[..s];
-    let slots = budget - p.anchor_slots();
-    let n = space.num_facts();
+    let slots = p.fact_budget - p.anchor_slots();
 
     // Phase B: walk the graph from every anchor (depth >= 2 so "touched" is known too)
     let anchor_of: HashMap<u32, usize> = anchors
@@ -424,10 +419,29 @@ pub fn cdgr_envelope(
         .enumerate()
         .map(|(i, a)| (a.fact, i))
         .collect();
-    let depth = p.max_hops.max(2);
-    let mut stamp = vec![u32::MAX; n];
-    // fact -> [(anchor index, distance)], anchor indices ascending
-    let mut reach: HashMap<u32, Vec<(u32, u8)>> = HashMap::new();
+    let reach = walk_from_anchors(space, anchors, p.max_hops.max(2));
+    let adjacent = anchor_adjacency(space, anchors, &anchor_of);
+    let candidates = connector_candidates(&reach, &anchor_of, delivered, p.max_hops);
+
+    // Phase C: bridge scoring
+    let mut connectors = score_connectors(
+        space, relevance, delivered, p, anchors, &adjacent, candidates,
+    );
+    connectors.sort_unstable_by(|a, b| b.score.total_cmp(&a.score).then(a.fact.cmp(&b.fact)));
+    connectors.truncate(slots);
+
+    Envelope {
+        facts: assemble(&ranked, s, &connectors, p.fact_budget),
+        hops: p.max_hops,
+    }
+}
+
+/// Breadth-first walk of `depth` edges from each anchor in turn. A fact is recorded once per
+/// anchor, at its shortest distance, so the bridge phase knows both which anchors a candidate
+/// touches and how far it lies from each.
+fn walk_from_anchors(space: &impl FactSpace, anchors: &[Scored], depth: usize) -> Reach {
+    let mut stamp = vec![u32::MAX; space.num_facts()];
+    let mut reach: Reach = HashMap::new();
     let mut frontier = Vec::new();
     let mut next = Vec::new();
     for (ai, a) in anchors.iter().enumerate() {
@@ -448,6 +462,17 @@ pub fn cdgr_envelope(
             std::mem::swap(&mut frontier, &mut next);
         }
     }
+    reach
+}
+
+/// The anchors' own adjacency, row-major (`[i * anchors.len() + j]`): a pair of touched anchors
+/// that is already directly linked needs no bridge, so it does not count towards `bridge_count`.
+fn anchor_adjacency(
+    space: &impl FactSpace,
+    anchors: &[Scored],
+    anchor_of: &HashMap<u32, usize>,
+) -> Vec<bool> {
+    let s = anchors.len();
     let mut adjacent = vec![false; s * s];
     for (ai, a) in anchors.iter().enumerate() {
         for &(nb, _) in space.neighbours(a.fact) {
@@ -456,6 +481,18 @@ pub fn cdgr_envelope(
             }
         }
     }
+    adjacent
+}
+
+/// The connector candidates (§2.3's frontier): reached facts that are neither anchors nor
+/// already delivered and lie within `max_hops` of some anchor, by ascending fact so the scoring
+/// does not depend on the map's order.
+fn connector_candidates<'a>(
+    reach: &'a Reach,
+    anchor_of: &HashMap<u32, usize>,
+    delivered: &[u32],
+    max_hops: usize,
+) -> Vec<(u32, &'a Vec<(u32, u8)>)> {
     let mut done = delivered.to_vec();
     done.sort_unstable();
     let mut candidates: Vec<(u32, &Vec<(u32, u8)>)> = reach
@@ -463,13 +500,27 @@ pub fn cdgr_envelope(
         .filter(|(f, r)| {
             !anchor_of.contains_key(f)
                 && done.binary_search(f).is_err()
-                && r.iter().any(|&(_, d)| d as usize <= p.max_hops)
+                && r.iter().any(|&(_, d)| d as usize <= max_hops)
         })
         .map(|(&f, r)| (f, r))
         .collect();
     candidates.sort_unstable_by_key(|c| c.0);
+    candidates
+}
 
-    // Phase C: bridge scoring
+/// Phase C: the connectors with a positive score, in candidate order. A candidate bridges the
+/// anchors it touches (distance <= 2) that are not directly linked to each other; one touching
+/// fewer than two anchors, or only linked pairs, bridges nothing.
+fn score_connectors(
+    space: &impl FactSpace,
+    relevance: &[f32],
+    delivered: &[u32],
+    p: &CdgrParams,
+    anchors: &[Scored],
+    adjacent: &[bool],
+    candidates: Vec<(u32, &Vec<(u32, u8)>)>,
+) -> Vec<Connector> {
+    let s = anchors.len();
     let mut connectors: Vec<Connector> = Vec::new();
     let mut touched: Vec<(u32, u8)> = Vec::new();
     for (x, r) in candidates {
@@ -489,27 +540,7 @@ pub fn cdgr_envelope(
         if count == 0 {
             continue;
         }
-        let (mut sum, mut edges) = (0.0f32, 0usize);
-        for &(ai, d) in &touched {
-            let a = anchors[ai as usize].fact;
-            if d == 1 {
-                sum += space.edge(x, a).unwrap_or(0.0);
-                edges += 1;
-            } else {
-                let mut best: Option<(f32, f32)> = None;
-                for &(y, wxy) in space.neighbours(x) {
-                    if let Some(wya) = space.edge(y, a) {
-                        if best.is_none_or(|b| wxy + wya > b.0 + b.1) {
-                            best = Some((wxy, wya));
-                        }
-                    }
-                }
-                if let Some((w1, w2)) = best {
-                    sum += w1 + w2;
-                    edges += 2;
-                }
-            }
-        }
+        let (sum, edges) = edge_strength(space, x, anchors, &touched);
         let bridge = count as f32 * (sum / edges.max(1) as f32);
         let score =
             bridge * novelty(space, x, delivered) * relevance[x as usize].max(p.connector_floor);
@@ -523,17 +554,57 @@ pub fn cdgr_envelope(
             });
         }
     }
-    connectors.sort_unstable_by(|a, b| b.score.total_cmp(&a.score).then(a.fact.cmp(&b.fact)));
-    connectors.truncate(slots);
+    connectors
+}
 
-    // assembly: anchors in CDR order, each followed by the connectors whose earliest touched
-    // anchor it is; then CDR back-fill of unused slots
+/// The summed weight and the number of the edges through connector `x` to its `touched`
+/// anchors, in touched order: the direct edge for an adjacent anchor, else both edges of the
+/// strongest two-edge path (the first of equal sums, i.e. the lower intermediate id).
+fn edge_strength(
+    space: &impl FactSpace,
+    x: u32,
+    anchors: &[Scored],
+    touched: &[(u32, u8)],
+) -> (f32, usize) {
+    let (mut sum, mut edges) = (0.0f32, 0usize);
+    for &(ai, d) in touched {
+        let a = anchors[ai as usize].fact;
+        if d == 1 {
+            sum += space.edge(x, a).unwrap_or(0.0);
+            edges += 1;
+        } else {
+            let mut best: Option<(f32, f32)> = None;
+            for &(y, wxy) in space.neighbours(x) {
+                if let Some(wya) = space.edge(y, a) {
+                    if best.is_none_or(|b| wxy + wya > b.0 + b.1) {
+                        best = Some((wxy, wya));
+                    }
+                }
+            }
+            if let Some((w1, w2)) = best {
+                sum += w1 + w2;
+                edges += 2;
+            }
+        }
+    }
+    (sum, edges)
+}
+
+/// Assembly (§2.6): the `s` anchors in CDR order, each followed by the connectors whose earliest
+/// touched anchor it is; then CDR back-fill of the slots the connectors left unused, so a graph
+/// without edges gives exactly CDR's envelope.
+fn assemble(
+    ranked: &[Scored],
+    s: usize,
+    connectors: &[Connector],
+    budget: usize,
+) -> Vec<EnvelopeFact> {
     let mut gaps: Vec<Vec<Connector>> = vec![Vec::new(); s];
-    for c in &connectors {
+    for c in connectors {
         gaps[c.first].push(*c);
     }
     let mut facts = Vec::with_capacity(budget);
-    for (ai, a) in anchors.iter().enumerate() {
+    for (ai, a) in ranked[..s].iter().enumerate() {
         facts.push(as_anchor(a));
         let g = &mut gaps[ai];
         g.sort_unstable_by(|a, b| {
@@ -558,10 +629,7 @@ pub fn cdgr_envelope(
             .take(free)
             .map(as_anchor),
     );
-    Envelope {
-        facts,
-        hops: p.max_hops,
-    }
+    facts
 }
 
 /// One envelope per sub-query, each against the facts delivered so far; the concatenation in

@@ -96,19 +96,32 @@ impl BlendTable {
     }
 
     /// Check that every row's weights are non-negative and sum to 1 (within 1e-4).
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), BlendError> {
         for intent in Intent::ALL {
             let b = self.get(intent);
             if b.p < 0.0 || b.c < 0.0 || b.e < 0.0 || (b.sum() - 1.0).abs() > 1e-4 {
-                return Err(format!(
-                    "blend for {} must be non-negative and sum to 1, got {}",
-                    intent.as_str(),
-                    b.sum()
-                ));
+                return Err(BlendError {
+                    intent,
+                    sum: b.sum(),
+                });
             }
         }
         Ok(())
     }
+}
+
+/// A blend table row that is not a distribution over the tiers: a negative weight, or weights
+/// not summing to 1. The first such row (in [`Intent::ALL`] order) is reported.
+#[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
+#[error(
+    "blend for {} must be non-negative and sum to 1, got {sum}",
+    .intent.as_str()
+)]
+pub struct BlendError {
+    /// The intent whose row is off.
+    pub intent: Intent,
+    /// That row's `p + c + e`.
+    pub sum: f32,
 }
 
 /// One item of ephemeral (tool/working) context.
@@ -160,7 +173,13 @@ mod tests {
     fn bad_table_rejected_and_config_roundtrips() {
         let mut t = BlendTable::default();
         t.clarify.p = 0.5;
-        assert!(t.validate().is_err());
+        assert_eq!(
+            t.validate().unwrap_err().to_string(),
+            format!(
+                "blend for CLARIFY must be non-negative and sum to 1, got {}",
+                t.clarify.sum()
+            )
+        );
         let d: BlendTable = serde_json::from_str("{}").unwrap();
         assert_eq!(d, BlendTable::default());
         assert!(serde_json::from_str::<BlendTable>(r#"{"bogus": 1}"#).is_err());

@@ -75,7 +75,7 @@ use serde::{Deserialize, Serialize};
 use hopbench_datasets::vector::dot;
 
 use crate::leg::Note;
-use blend::{Blend, BlendTable};
+use blend::{Blend, BlendError, BlendTable};
 use intent::{Intent, IntentConfig, IntentRule};
 use references::Reference;
 use threads::{Thread, ThreadConfig, ThreadEvent, Threads};
@@ -123,7 +123,7 @@ impl Default for ConversationConfig {
 
 impl ConversationConfig {
     /// Check the blend table (weights non-negative, summing to 1).
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), BlendError> {
         self.blend.validate()
     }
 }

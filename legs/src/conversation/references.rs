@@ -456,6 +456,10 @@ fn resolve_ordinal(k: usize, history: &[LoggedTurn]) -> (Option<Resolution>, Opt
     (None, None)
 }
 
+/// A reference detected at a token: its kind, its last token, what it resolved to and the turn
+/// that came from.
+type Hit = (ReferenceKind, usize, Option<Resolution>, Option<usize>);
+
 /// Detect and resolve the references of `current` (the current user turn's text) against
 /// `history` (every earlier turn, oldest first).
 ///
@@ -467,97 +471,10 @@ pub fn resolve(current: &str, history: &[LoggedTurn]) -> Resolved {
     let mut refs = Vec::new();
     let mut i = 0;
     while i < toks.len() {
-        let mut hit: Option<(ReferenceKind, usize, Option<Resolution>, Option<usize>)> = None;
-        if let Some(end) = TOOL_PHRASES.iter().find_map(|p| match_phrase(&toks, i, p)) {
-            let t = last_turn_of(history, Speaker::Agent);
-            hit = Some((
-                ReferenceKind::Tool,
-                end,
-                t.map(|t| Resolution::Turn(t.index)),
-                t.map(|t| t.index),
-            ));
-        }
-        if hit.is_none() {
-            if let Some((end, agent)) = TURN_PHRASES
-                .iter()
-                .find_map(|(p, a)| match_phrase(&toks, i, p).map(|e| (e, *a)))
-            {
-                let t = last_turn_of(history, if agent { Speaker::Agent } else { Speaker::User });
-                hit = Some((
-                    ReferenceKind::Turn,
-                    end,
-                    t.map(|t| Resolution::Turn(t.index)),
-                    t.map(|t| t.index),
-                ));
-            }
-        }
-        if hit.is_none() {
-            let w = toks[i].lower.as_str();
-            let ordinal = if let Some(n) = w.strip_prefix('#') {
-                n.parse::<usize>().ok().filter(|&k| k > 0).map(|k| (k, i))
-            } else if w == "the" && i + 1 < toks.len() {
-                ORDINALS
-                    .iter()
-                    .position(|o| *o == toks[i + 1].lower)
-                    .map(|p| {
-                        let noun = toks
-                            .get(i + 2)
-                            .is_some_and(|t| ORDINAL_NOUNS.contains(&t.lower.as_str()));
-                        (p + 1, if noun { i + 2 } else { i + 1 })
-                    })
-            } else if matches!(w, "option" | "number" | "item") && i + 1 < toks.len() {
-                toks[i + 1]
-                    .lower
-                    .parse::<usize>()
-                    .ok()
-                    .filter(|&k| k > 0)
-                    .map(|k| (k, i + 1))
-            } else {
-                None
-            };
-            if let Some((k, end)) = ordinal {
-                let (r, s) = resolve_ordinal(k, history);
-                hit = Some((ReferenceKind::Ordinal, end, r, s));
-            }
-        }
-        if hit.is_none() {
-            let w = toks[i].lower.as_str();
-            let end = if PRONOUNS.contains(&w) {
-                Some(i)
-            } else if DEMONSTRATIVES.contains(&w) {
-                match toks.get(i + 1) {
-                    Some(n)
-                        if !NOT_HEAD.contains(&n.lower.as_str())
-                            && current[toks[i].end..n.start]
-                                .chars()
-                                .all(char::is_whitespace) =>
-                    {
-                        Some(i + 1)
-                    }
-                    // A bare demonstrative counts only before punctuation or the end of the turn.
-                    Some(n)
-                        if !current[toks[i].end..n.start]
-                            .chars()
-                            .all(char::is_whitespace) =>
-                    {
-                        Some(i)
-                    }
-                    None => Some(i),
-                    _ => None,
-                }
-            } else {
-                None
-            };
-            if let Some(end) = end {
-                let e = most_recent_entity(history);
-                hit = Some((
-                    ReferenceKind::Entity,
-                    end,
-                    e.as_ref().map(|(e, _)| Resolution::Text(e.clone())),
-                    e.map(|(_, s)| s),
-                ));
-            }
-        }
+        let hit = tool_phrase_at(&toks, i, history)
+            .or_else(|| turn_phrase_at(&toks, i, history))
+            .or_else(|| ordinal_at(&toks, i, history))
+            .or_else(|| entity_at(current, &toks, i, history));
         match hit {
             Some((kind, end, resolved_to, source_turn)) => {
                 let span = (toks[i].start, toks[end].end);
@@ -573,6 +490,113 @@ pub fn resolve(current: &str, history: &[LoggedTurn]) -> Resolved {
             None => i += 1,
         }
     }
+    let query_text = substitute(current, &refs, history);
+    Resolved {
+        references: refs,
+        query_text,
+    }
+}
+
+/// A reference ending at token `end` that resolves to the whole turn `t` (none when there is no
+/// such turn yet).
+fn whole_turn_hit(kind: ReferenceKind, end: usize, t: Option<&LoggedTurn>) -> Hit {
+    (
+        kind,
+        end,
+        t.map(|t| Resolution::Turn(t.index)),
+        t.map(|t| t.index),
+    )
+}
+
+/// A tool phrase at token `i`: Tier E has no tool outputs, so it names the latest agent turn.
+fn tool_phrase_at(toks: &[Token], i: usize, history: &[LoggedTurn]) -> Option<Hit> {
+    let end = TOOL_PHRASES.iter().find_map(|p| match_phrase(toks, i, p))?;
+    let t = last_turn_of(history, Speaker::Agent);
+    Some(whole_turn_hit(ReferenceKind::Tool, end, t))
+}
+
+/// A turn phrase at token `i`: the latest agent turn, or the previous user turn.
+fn turn_phrase_at(toks: &[Token], i: usize, history: &[LoggedTurn]) -> Option<Hit> {
+    let (end, agent) = TURN_PHRASES
+        .iter()
+        .find_map(|(p, a)| match_phrase(toks, i, p).map(|e| (e, *a)))?;
+    let t = last_turn_of(history, if agent { Speaker::Agent } else { Speaker::User });
+    Some(whole_turn_hit(ReferenceKind::Turn, end, t))
+}
+
+/// An ordinal at token `i` (`#k`, `the <ordinal> [noun]`, `option|number|item k`), resolved to
+/// the k-th item of the latest enumeration (see [`resolve_ordinal`]).
+fn ordinal_at(toks: &[Token], i: usize, history: &[LoggedTurn]) -> Option<Hit> {
+    let w = toks[i].lower.as_str();
+    let (k, end) = if let Some(n) = w.strip_prefix('#') {
+        n.parse::<usize>().ok().filter(|&k| k > 0).map(|k| (k, i))
+    } else if w == "the" && i + 1 < toks.len() {
+        ORDINALS
+            .iter()
+            .position(|o| *o == toks[i + 1].lower)
+            .map(|p| {
+                let noun = toks
+                    .get(i + 2)
+                    .is_some_and(|t| ORDINAL_NOUNS.contains(&t.lower.as_str()));
+                (p + 1, if noun { i + 2 } else { i + 1 })
+            })
+    } else if matches!(w, "option" | "number" | "item") && i + 1 < toks.len() {
+        toks[i + 1]
+            .lower
+            .parse::<usize>()
+            .ok()
+            .filter(|&k| k > 0)
+            .map(|k| (k, i + 1))
+    } else {
+        None
+    }?;
+    let (r, s) = resolve_ordinal(k, history);
+    Some((ReferenceKind::Ordinal, end, r, s))
+}
+
+/// A pronoun, or a demonstrative (with its head noun when one follows directly), at token `i`,
+/// resolved to the most recent entity mention.
+fn entity_at(current: &str, toks: &[Token], i: usize, history: &[LoggedTurn]) -> Option<Hit> {
+    let w = toks[i].lower.as_str();
+    let end = if PRONOUNS.contains(&w) {
+        Some(i)
+    } else if DEMONSTRATIVES.contains(&w) {
+        match toks.get(i + 1) {
+            Some(n)
+                if !NOT_HEAD.contains(&n.lower.as_str())
+                    && current[toks[i].end..n.start]
+                        .chars()
+                        .all(char::is_whitespace) =>
+            {
+                Some(i + 1)
+            }
+            // A bare demonstrative counts only before punctuation or the end of the turn.
+            Some(n)
+                if !current[toks[i].end..n.start]
+                    .chars()
+                    .all(char::is_whitespace) =>
+            {
+                Some(i)
+            }
+            None => Some(i),
+            _ => None,
+        }
+    } else {
+        None
+    }?;
+    let e = most_recent_entity(history);
+    Some((
+        ReferenceKind::Entity,
+        end,
+        e.as_ref().map(|(e, _)| Resolution::Text(e.clone())),
+        e.map(|(_, s)| s),
+    ))
+}
+
+/// `current` with every resolved reference replaced by its resolution (last first, so the
+/// earlier spans stay valid); an unresolved reference, or one naming a turn not in `history`,
+/// keeps its text.
+fn substitute(current: &str, refs: &[Reference], history: &[LoggedTurn]) -> String {
     let mut query_text = current.to_string();
     for r in refs.iter().rev() {
         let text = match &r.resolved_to {
@@ -585,10 +609,7 @@ pub fn resolve(current: &str, history: &[LoggedTurn]) -> Resolved {
         };
         query_text.replace_range(r.span.0..r.span.1, &text);
     }
-    Resolved {
-        references: refs,
-        query_text,
-    }
+    query_text
 }
 
 #[cfg(test)]

@@ -49,7 +49,8 @@ impl Checked for Assembler {
             -1.0,
             1.0,
         )?;
-        conv.validate().or_else(|m| c.fail("conversation.blend", &m))
+        conv.validate()
+            .or_else(|e| c.fail("conversation.blend", &e.to_string()))
     }
 }
 

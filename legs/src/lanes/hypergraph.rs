@@ -99,8 +99,29 @@ pub fn hypergraph<G: GraphSource + ?Sized>(
     p: &HypergraphParams,
     lane_k: usize,
 ) -> HypergraphLane {
+    let entry = entry_nodes(graph, seeds, query_seeds, p.alpha);
+    if entry.is_empty() || p.max_hyperedges == 0 {
+        return HypergraphLane::default();
+    }
+    let scored = pruned_hyperedges(graph, &entry, p);
+    if scored.is_empty() {
+        return HypergraphLane::default();
+    }
+    let Some(rho) = walk(graph, &entry, &scored, p) else {
+        return HypergraphLane::default();
+    };
+    gate_and_rank(graph, query_seeds, &scored, &rho, p.min_rho, lane_k)
+}
+
+/// Step 1: the entry nodes, ascending and distinct, with their weights (1.0 for a query seed,
+/// `alpha` for the rest); seeds outside the graph are dropped.
+fn entry_nodes<G: GraphSource + ?Sized>(
+    graph: &G,
+    seeds: &[u32],
+    query_seeds: &[u32],
+    alpha: f32,
+) -> Vec<(u32, f64)> {
     let num_nodes = graph.num_nodes() as u32;
-    // 1. entry nodes, ascending, with weights
     let mut entry: Vec<(u32, f64)> = seeds
         .iter()
         .filter(|&&s| s < num_nodes)
@@ -108,20 +129,26 @@ pub fn hypergraph<G: GraphSource + ?Sized>(
             let w = if query_seeds.contains(&s) {
                 1.0
             } else {
-                p.alpha as f64
+                alpha as f64
             };
             (s, w)
         })
         .collect();
     entry.sort_unstable_by_key(|e| e.0);
     entry.dedup_by_key(|e| e.0);
-    if entry.is_empty() || p.max_hyperedges == 0 {
-        return HypergraphLane::default();
-    }
+    entry
+}
 
+/// Steps 2 and 3: every hyperedge containing an entry node, with its `s_hyp`, pruned at
+/// `s_hyp_min` and capped at `max_hyperedges` (best `s_hyp` first), in ascending id order.
+fn pruned_hyperedges<G: GraphSource + ?Sized>(
+    graph: &G,
+    entry: &[(u32, f64)],
+    p: &HypergraphParams,
+) -> Vec<(u32, f64)> {
     // 2. expansion: (hyperedge, entry weight) pairs, grouped by hyperedge
     let mut touched: Vec<(u32, f64)> = Vec::new();
-    for &(v, w) in &entry {
+    for &(v, w) in entry {
         touched.extend(graph.node_hyperedges(v).iter().map(|&e| (e, w)));
     }
     touched.sort_unstable_by_key(|t| t.0); // stable order of equal ids is irrelevant: sums
@@ -146,11 +173,18 @@ pub fn hypergraph<G: GraphSource + ?Sized>(
         scored.truncate(p.max_hyperedges);
         scored.sort_unstable_by_key(|s| s.0);
     }
-    if scored.is_empty() {
-        return HypergraphLane::default();
-    }
+    scored
+}
 
-    // 4. the walk, over local indices: hyperedges in id order, nodes in id order
+/// Step 4: the random walk with restart over the survivors' incidence, on local indices
+/// (hyperedges in id order, nodes in id order); `ρ` per survivor, in `scored` order. `None` when
+/// no entry node lies in a survivor (no restart mass to walk from).
+fn walk<G: GraphSource + ?Sized>(
+    graph: &G,
+    entry: &[(u32, f64)],
+    scored: &[(u32, f64)],
+    p: &HypergraphParams,
+) -> Option<Vec<f64>> {
     let mut nodes: Vec<u32> = scored
         .iter()
         .flat_map(|&(e, _)| graph.hyperedge_nodes(e).iter().copied())
@@ -161,7 +195,7 @@ pub fn hypergraph<G: GraphSource + ?Sized>(
     let mut members: Vec<usize> = Vec::new();
     let mut deg = vec![0u32; nodes.len()];
     offsets.push(0);
-    for &(e, _) in &scored {
+    for &(e, _) in scored {
         for v in graph.hyperedge_nodes(e) {
             let local = nodes.binary_search(v).expect("collected above");
             members.push(local);
@@ -171,14 +205,14 @@ pub fn hypergraph<G: GraphSource + ?Sized>(
     }
     let mut restart = vec![0.0f64; nodes.len()];
     let mut mass = 0.0;
-    for &(v, w) in &entry {
+    for &(v, w) in entry {
         if let Ok(local) = nodes.binary_search(&v) {
             restart[local] = w;
             mass += w;
         }
     }
     if mass <= 0.0 {
-        return HypergraphLane::default();
+        return None;
     }
     for r in &mut restart {
         *r /= mass;
@@ -210,15 +244,27 @@ pub fn hypergraph<G: GraphSource + ?Sized>(
         }
     }
     node_to_edge(&pn, &mut rho);
+    Some(rho)
+}
 
-    // 5. coverage gate, then the ranked hyperedges and their chunks
+/// Step 5: the coverage gate (a hyperedge covering a query seed stays, the rest need
+/// `ρ >= min_rho`), then the kept hyperedges by `ρ` descending, ties on ascending id, and their
+/// chunks (first occurrence wins), cut at `lane_k`.
+fn gate_and_rank<G: GraphSource + ?Sized>(
+    graph: &G,
+    query_seeds: &[u32],
+    scored: &[(u32, f64)],
+    rho: &[f64],
+    min_rho: f32,
+    lane_k: usize,
+) -> HypergraphLane {
     let mut query_sorted: Vec<u32> = query_seeds.to_vec();
     query_sorted.sort_unstable();
     let mut kept: Vec<(u32, f64)> = scored
         .iter()
-        .zip(&rho)
+        .zip(rho)
         .filter(|&(&(e, _), &r)| {
-            r >= p.min_rho as f64 || super::intersects(graph.hyperedge_nodes(e), &query_sorted)
+            r >= min_rho as f64 || super::intersects(graph.hyperedge_nodes(e), &query_sorted)
         })
         .map(|(&(e, _), &r)| (e, r))
         .collect();

@@ -59,11 +59,11 @@ impl Packing {
         export: &Arc<Export>,
         ranking: Box<dyn Ranker>,
     ) -> Result<Box<dyn Leg>, LegError> {
-        Ok(Box::new(PackedLeg::packed(
-            name,
+        let packer = Packer::new(name, self.packer)?;
+        Ok(Box::new(PackedLeg::new(
             export,
             ranking,
-            self.packer,
+            packer,
             self.budget,
             &self.token_counter,
         )?))
@@ -165,23 +165,8 @@ impl<S: BudgetSelector> Leg for SelectingLeg<S> {
     }
 }
 
-/// The knapsack packer over any ranking.
+/// The knapsack packer over any ranking (built by [`Packing::leg`]).
 pub type PackedLeg = SelectingLeg<Packer>;
-
-impl PackedLeg {
-    /// The packer (settings `packer`, default budget `budget`, costs by `counter`) over
-    /// `ranking`; `name` is the leg's campaign name, for errors.
-    pub fn packed(
-        name: &str,
-        export: &Arc<Export>,
-        ranking: Box<dyn Ranker>,
-        packer: PackerConfig,
-        budget: u64,
-        counter: &TokenCounterSpec,
-    ) -> Result<Self, LegError> {
-        SelectingLeg::new(export, ranking, Packer::new(name, packer)?, budget, counter)
-    }
-}
 
 impl BudgetSelector for Packer {
     fn choose(

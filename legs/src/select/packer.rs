@@ -426,22 +426,7 @@ impl Packer {
         };
         let cost: Vec<u64> = pool.iter().map(|it| it.tokens.max(1) as u64).collect();
         let live: Vec<bool> = (0..n).map(|i| !dup[i] && cost[i] <= budget).collect();
-        let max_score = pool
-            .iter()
-            .map(|it| finite_or_zero(it.score))
-            .fold(f64::NEG_INFINITY, f64::max);
-        let cw = self.config.centrality_weight as f64;
-        let values: Vec<f64> = pool
-            .iter()
-            .map(|it| {
-                let scaled = if max_score > 0.0 {
-                    finite_or_zero(it.score) / max_score
-                } else {
-                    0.0
-                };
-                scaled + cw * finite_or_zero(it.centrality)
-            })
-            .collect();
+        let values = item_values(pool, self.config.centrality_weight as f64);
 
         let rw = self.config.redundancy_weight as f64;
         let explicit = sim_key.filter(|k| !k.is_empty());
@@ -499,12 +484,7 @@ impl Packer {
         let greedy = picked.len();
 
         if self.config.fill == Fill::Backfill {
-            let mut rest: Vec<usize> = (0..n).filter(|&i| live[i] && !taken[i]).collect();
-            rest.sort_by(|&a, &b| {
-                values[b]
-                    .total_cmp(&values[a])
-                    .then(pool[a].chunk.cmp(&pool[b].chunk))
-            });
+            let rest = backfill_order(pool, &values, &live, &taken);
             for i in rest {
                 if cost[i] <= remaining {
                     taken[i] = true;
@@ -529,6 +509,43 @@ impl Packer {
             tokens: budget - remaining,
         }
     }
+}
+
+/// Each pool item's standalone value: its score scaled by the pool's best (so the redundancy
+/// and centrality weights mean the same whatever the ranking's score scale) plus the weighted
+/// centrality. Non-finite inputs count as 0.
+fn item_values(pool: &[PackItem<'_>], centrality_weight: f64) -> Vec<f64> {
+    let max_score = pool
+        .iter()
+        .map(|it| finite_or_zero(it.score))
+        .fold(f64::NEG_INFINITY, f64::max);
+    pool.iter()
+        .map(|it| {
+            let scaled = if max_score > 0.0 {
+                finite_or_zero(it.score) / max_score
+            } else {
+                0.0
+            };
+            scaled + centrality_weight * finite_or_zero(it.centrality)
+        })
+        .collect()
+}
+
+/// The live items the greedy did not take, best standalone value first, ties on ascending chunk:
+/// backfill spends what budget is left on them in this order, ignoring redundancy.
+fn backfill_order(
+    pool: &[PackItem<'_>],
+    values: &[f64],
+    live: &[bool],
+    taken: &[bool],
+) -> Vec<usize> {
+    let mut rest: Vec<usize> = (0..pool.len()).filter(|&i| live[i] && !taken[i]).collect();
+    rest.sort_by(|&a, &b| {
+        values[b]
+            .total_cmp(&values[a])
+            .then(pool[a].chunk.cmp(&pool[b].chunk))
+    });
+    rest
 }
 
 #[cfg(test)]
