@@ -28,7 +28,7 @@ use hopbench_legs::{Leg, QueryInput};
 use serde::Serialize;
 
 use crate::analysis::metrics;
-use crate::pipeline::campaign::Campaign;
+use crate::pipeline::campaign::{Campaign, StatsConfig};
 use crate::pipeline::data::DataSettings;
 
 /// Latency of one path, ms.
@@ -283,61 +283,9 @@ pub fn run(
                 .map(|c| c.chunk)
                 .collect())
         })?;
-        let recall: Vec<f64> = exact_tops
-            .iter()
-            .zip(&tops)
-            .map(|(e, a)| {
-                if e.is_empty() {
-                    1.0
-                } else {
-                    e.iter().filter(|c| a.contains(c)).count() as f64 / e.len() as f64
-                }
-            })
-            .collect();
-        let both_gated: Vec<(bool, bool)> = exact
-            .gate
-            .iter()
-            .zip(&served.gate)
-            .filter_map(|(a, b)| Some(((*a)?, (*b)?)))
-            .collect();
-        let (gate_agreement, gate_fired) = if both_gated.is_empty() {
-            (None, None)
-        } else {
-            let agree = both_gated.iter().filter(|(a, b)| a == b).count();
-            (
-                Some(agree as f64 / both_gated.len() as f64),
-                Some([
-                    both_gated.iter().filter(|(a, _)| *a).count(),
-                    both_gated.iter().filter(|(_, b)| *b).count(),
-                ]),
-            )
-        };
-        let mut ms = Vec::new();
-        for col in metrics::measured(recall_k) {
-            let name = col.name();
-            let (Some(a), Some(b)) = (exact.metrics.get(&name), served.metrics.get(&name)) else {
-                continue;
-            };
-            let (xa, xb): (Vec<f64>, Vec<f64>) = a
-                .iter()
-                .zip(b)
-                .filter_map(|(x, y)| Some(((*x)?, (*y)?)))
-                .unzip();
-            if xa.is_empty() {
-                continue;
-            }
-            let ea = metrics::mean(xa.iter().copied()).unwrap_or(f64::NAN);
-            let eb = metrics::mean(xb.iter().copied()).unwrap_or(f64::NAN);
-            ms.push(MetricParity {
-                metric: name,
-                queries: xa.len(),
-                exact: ea,
-                served: eb,
-                diff: eb - ea,
-                ci95: stats.paired_ci(&xa, &xb),
-                p: stats.p_value(&xa, &xb),
-            });
-        }
+        let recall = ann_recall(&exact_tops, &tops);
+        let (gate_agreement, gate_fired) = gate_agreement(&exact, &served);
+        let ms = metric_parity(&exact, &served, recall_k, stats);
         rows.push(EfParity {
             hnsw_ef: ef,
             ann_recall_at_10: metrics::mean(recall.iter().copied()).unwrap_or(f64::NAN),
@@ -371,6 +319,81 @@ pub fn run(
         exact_dense_latency: latency(&exact_dense_times),
         rows,
     })
+}
+
+/// Per query, the share of the exact engine's top 10 the served engine's top 10 holds (1 where
+/// the exact list is empty: nothing was there to miss).
+fn ann_recall(exact_tops: &[Vec<u32>], tops: &[Vec<u32>]) -> Vec<f64> {
+    exact_tops
+        .iter()
+        .zip(tops)
+        .map(|(e, a)| {
+            if e.is_empty() {
+                1.0
+            } else {
+                e.iter().filter(|c| a.contains(c)).count() as f64 / e.len() as f64
+            }
+        })
+        .collect()
+}
+
+/// Over the queries where both paths have a gate decision: the share where they agree, and how
+/// often each fired (`None` for a leg without a gate).
+fn gate_agreement(exact: &PathRun, served: &PathRun) -> (Option<f64>, Option<[usize; 2]>) {
+    let both_gated: Vec<(bool, bool)> = exact
+        .gate
+        .iter()
+        .zip(&served.gate)
+        .filter_map(|(a, b)| Some(((*a)?, (*b)?)))
+        .collect();
+    if both_gated.is_empty() {
+        return (None, None);
+    }
+    let agree = both_gated.iter().filter(|(a, b)| a == b).count();
+    (
+        Some(agree as f64 / both_gated.len() as f64),
+        Some([
+            both_gated.iter().filter(|(a, _)| *a).count(),
+            both_gated.iter().filter(|(_, b)| *b).count(),
+        ]),
+    )
+}
+
+/// The paired difference of every measured metric, served − exact, over the queries where both
+/// are defined (a metric defined on no query is left out).
+fn metric_parity(
+    exact: &PathRun,
+    served: &PathRun,
+    recall_k: &[usize],
+    stats: &StatsConfig,
+) -> Vec<MetricParity> {
+    let mut ms = Vec::new();
+    for col in metrics::measured(recall_k) {
+        let name = col.name();
+        let (Some(a), Some(b)) = (exact.metrics.get(&name), served.metrics.get(&name)) else {
+            continue;
+        };
+        let (xa, xb): (Vec<f64>, Vec<f64>) = a
+            .iter()
+            .zip(b)
+            .filter_map(|(x, y)| Some(((*x)?, (*y)?)))
+            .unzip();
+        if xa.is_empty() {
+            continue;
+        }
+        let ea = metrics::mean(xa.iter().copied()).unwrap_or(f64::NAN);
+        let eb = metrics::mean(xb.iter().copied()).unwrap_or(f64::NAN);
+        ms.push(MetricParity {
+            metric: name,
+            queries: xa.len(),
+            exact: ea,
+            served: eb,
+            diff: eb - ea,
+            ci95: stats.paired_ci(&xa, &xb),
+            p: stats.p_value(&xa, &xb),
+        });
+    }
+    ms
 }
 
 /// The file stem of a check's files: `parity-<dataset>-<leg>`.

@@ -27,23 +27,43 @@ where
         )
         .map_err(err)?;
     let efs: Vec<f64> = p.rows.iter().map(|r| r.hnsw_ef as f64).collect();
+    let panels = root.split_evenly((1, 2));
+    draw_recall(&panels[0], p, &efs)?;
+    draw_latency(&panels[1], p, &efs)?;
+    root.present().map_err(err)?;
+    Ok(())
+}
+
+/// The shared x axis: the beam widths with a margin on each side (a log axis).
+fn x_range(efs: &[f64]) -> (f64, f64) {
     let lo = efs.iter().copied().fold(f64::INFINITY, f64::min) / 1.3;
     let hi = efs.iter().copied().fold(0.0, f64::max) * 1.3;
-    let panels = root.split_evenly((1, 2));
+    (lo, hi)
+}
 
+/// The left panel: the dense lane's ANN recall@10 with its CI whiskers.
+fn draw_recall<DB: DrawingBackend>(
+    panel: &DrawingArea<DB, Shift>,
+    p: &Parity,
+    efs: &[f64],
+) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    let (lo, hi) = x_range(efs);
     let floor = p
         .rows
         .iter()
         .map(|r| r.ann_recall_ci95.map_or(r.ann_recall_at_10, |c| c[0]))
         .fold(1.0, f64::min);
     let ymin = ((floor - 0.02) * 50.0).floor() / 50.0;
-    let mut chart = ChartBuilder::on(&panels[0])
+    let mut chart = ChartBuilder::on(panel)
         .caption("dense lane: ANN recall@10 vs the exact top-10", (FONT, 20))
         .margin(14)
         .x_label_area_size(40)
         .y_label_area_size(55)
         .build_cartesian_2d(
-            (lo..hi).log_scale().with_key_points(efs.clone()),
+            (lo..hi).log_scale().with_key_points(efs.to_vec()),
             ymin.max(0.0)..1.005,
         )
         .map_err(err)?;
@@ -74,7 +94,19 @@ where
             })
         }))
         .map_err(err)?;
+    Ok(())
+}
 
+/// The right panel: the leg's median and p95 latency, served per `hnsw_ef` against exact.
+fn draw_latency<DB: DrawingBackend>(
+    panel: &DrawingArea<DB, Shift>,
+    p: &Parity,
+    efs: &[f64],
+) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    let (lo, hi) = x_range(efs);
     let ymax = p
         .rows
         .iter()
@@ -82,12 +114,15 @@ where
         .chain([p.exact_latency.p95_ms])
         .fold(0.0, f64::max)
         * 1.15;
-    let mut chart = ChartBuilder::on(&panels[1])
+    let mut chart = ChartBuilder::on(panel)
         .caption("leg latency, one thread (ms)", (FONT, 20))
         .margin(14)
         .x_label_area_size(40)
         .y_label_area_size(60)
-        .build_cartesian_2d((lo..hi).log_scale().with_key_points(efs.clone()), 0.0..ymax)
+        .build_cartesian_2d(
+            (lo..hi).log_scale().with_key_points(efs.to_vec()),
+            0.0..ymax,
+        )
         .map_err(err)?;
     chart
         .configure_mesh()
@@ -150,7 +185,6 @@ where
         .label_font((FONT, 15))
         .draw()
         .map_err(err)?;
-    root.present().map_err(err)?;
     Ok(())
 }
 
