@@ -323,9 +323,9 @@ impl Header<'_> {
     }
 }
 
-/// The three scripts for `plan`. Errors name the option at fault (`--array`, `--cpus-per-task`,
-/// `--extra-sbatch`, `--partition`, ...), since the plan comes straight from the command line.
-pub fn scripts(plan: &SlurmPlan) -> Result<Scripts> {
+/// Checks what `plan` takes from the command line before anything of it is written into a
+/// script, and returns its extra lines, validated and `#SBATCH ` prefixed.
+fn check_plan(plan: &SlurmPlan) -> Result<Vec<String>> {
     if plan.array == 0 {
         bail!("--array: must be at least 1");
     }
@@ -368,14 +368,12 @@ pub fn scripts(plan: &SlurmPlan) -> Result<Scripts> {
             check_names(&[d.clone(), l.clone()], "--only-missing")?;
         }
     }
+    Ok(extra)
+}
 
-    let exe = shell_quote(utf8(&plan.exe, "the hopbench executable")?);
-    let workdir = shell_quote(utf8(&plan.workdir, "the working directory")?);
-    let results_abs = utf8(&plan.workdir.join(&plan.results), "--results")?.to_string();
-    let results_abs = results_abs.trim_end_matches('/');
-    check_sbatch_path(results_abs, "--results")?;
-    let status = utf8(&plan.status_file(), "--results")?.to_string();
-
+/// The options every step passes to hopbench, shell-quoted: the campaign, the results, the
+/// datasets, the data and the model directories, as the plan names them.
+fn common_options(plan: &SlurmPlan) -> Result<String> {
     let mut common = Vec::new();
     if let Some(c) = &plan.campaign {
         common.push(format!(
@@ -400,7 +398,21 @@ pub fn scripts(plan: &SlurmPlan) -> Result<Scripts> {
     if let Some(m) = &plan.model {
         common.push(format!("--model {}", shell_quote(utf8(m, "--model")?)));
     }
-    let common = common.join(" ");
+    Ok(common.join(" "))
+}
+
+/// The three scripts for `plan`. Errors name the option at fault (`--array`, `--cpus-per-task`,
+/// `--extra-sbatch`, `--partition`, ...), since the plan comes straight from the command line.
+pub fn scripts(plan: &SlurmPlan) -> Result<Scripts> {
+    let extra = check_plan(plan)?;
+    let exe = shell_quote(utf8(&plan.exe, "the hopbench executable")?);
+    let workdir = shell_quote(utf8(&plan.workdir, "the working directory")?);
+    let results_abs = utf8(&plan.workdir.join(&plan.results), "--results")?.to_string();
+    let results_abs = results_abs.trim_end_matches('/');
+    check_sbatch_path(results_abs, "--results")?;
+    let status = utf8(&plan.status_file(), "--results")?.to_string();
+
+    let common = common_options(plan)?;
     let legs = format!("--legs {}", shell_quote(&plan.legs.join(",")));
     let threads = "--threads \"${SLURM_CPUS_PER_TASK:-1}\"";
     let shard = |n: usize| format!("--shard \"${{SLURM_ARRAY_TASK_ID}}/{n}\"");
