@@ -1163,6 +1163,16 @@ export RAYON_NUM_THREADS="${SLURM_CPUS_PER_TASK:-1}"
         path.to_str().unwrap().to_string()
     }
 
+    /// [`plan`] run by a fake hopbench, the script `name` in `dir` running `body`, with `dir`
+    /// as its working directory.
+    fn fake_plan(dir: &Path, name: &str, body: &str) -> SlurmPlan {
+        SlurmPlan {
+            exe: fake(dir, name, body).into(),
+            workdir: dir.to_path_buf(),
+            ..plan()
+        }
+    }
+
     /// A fake `sbatch` that records its arguments and prints ids 101, 102, ... (with a cluster
     /// suffix, as multi-cluster setups do), failing on call `fail_on` if given.
     fn fake_sbatch(dir: &Path, fail_on: Option<u32>) -> String {
@@ -1232,19 +1242,16 @@ echo "$((100 + n));cluster"
         let dd = d.display();
         // A fake hopbench that records its arguments, one line per argument, and fails `status`
         // when asked to.
-        let exe = fake(
-            d,
-            "hop bench",
-            &format!(
-                "printf '[%s]' \"$@\" >> {dd}/calls\necho \"  pwd=$PWD threads=$RAYON_NUM_THREADS\" >> {dd}/calls\n\
-                 if [ \"$1\" = status ] && [ -e {dd}/fail ]; then exit 5; fi\n"
-            ),
-        );
         let p = SlurmPlan {
-            exe: exe.into(),
-            workdir: d.to_path_buf(),
             campaign: Some("it's a campaign.yaml".into()),
-            ..plan()
+            ..fake_plan(
+                d,
+                "hop bench",
+                &format!(
+                    "printf '[%s]' \"$@\" >> {dd}/calls\necho \"  pwd=$PWD threads=$RAYON_NUM_THREADS\" >> {dd}/calls\n\
+                     if [ \"$1\" = status ] && [ -e {dd}/fail ]; then exit 5; fi\n"
+                ),
+            )
         };
         let paths = write_scripts(&p, &p.slurm_dir()).unwrap();
         let run = |script: &Path, env: &[(&str, &str)]| {
@@ -1306,22 +1313,19 @@ echo "$((100 + n));cluster"
         let tmp = tempfile::tempdir().unwrap();
         let d = tmp.path();
         let dd = d.display();
-        let exe = fake(
-            d,
-            "hopbench",
-            &format!(
-                "echo \"$*\" >> {dd}/calls-${{SLURM_JOB_ID}}\n\
-                 if [ \"$1 $3\" = 'run-matrix 1/2' ] && [ -e {dd}/fail ]; then exit 4; fi\n"
-            ),
-        );
         let p = SlurmPlan {
-            exe: exe.into(),
-            workdir: d.to_path_buf(),
             results: "it's results".into(),
             array: 2,
             cpus_per_task: 1,
             extra: vec!["#SBATCH --comment=\"hopbench test\"".into()],
-            ..plan()
+            ..fake_plan(
+                d,
+                "hopbench",
+                &format!(
+                    "echo \"$*\" >> {dd}/calls-${{SLURM_JOB_ID}}\n\
+                     if [ \"$1 $3\" = 'run-matrix 1/2' ] && [ -e {dd}/fail ]; then exit 4; fi\n"
+                ),
+            )
         };
         let bins = SlurmBins::default();
         let opts = WaitOptions {
