@@ -59,7 +59,8 @@ impl Verdict {
         }
     }
 
-    fn label(&self) -> &'static str {
+    /// How the verdict reads in tables and the report.
+    pub(crate) fn label(&self) -> &'static str {
         match self {
             Verdict::Identical => "identical",
             Verdict::WithinFloor => "within floor",

@@ -306,6 +306,38 @@ const fn measure(
     }
 }
 
+/// A metric that reads more than a ranking and judgements (the corpus's documents, a query's
+/// chain), so trec_eval has no name for it and `hopbench eval` does not measure it: always at
+/// a cut-off `cuts`, at 10 in the matrix table (with its CI when `ci`) and the budget curves,
+/// not in the breakdown.
+const fn beyond_qrels(
+    name: &'static str,
+    short: &'static str,
+    cuts: &'static [usize],
+    score: fn(&Judged<'_>, Option<usize>, Option<i64>) -> Option<f64>,
+    ci: bool,
+) -> Metric {
+    Metric {
+        name,
+        short,
+        aliases: &[],
+        trec: NO_TREC,
+        cut: CutRule::Required,
+        leveled: false,
+        count: false,
+        cuts: Cuts::Fixed(cuts),
+        score,
+        matrix: if ci {
+            &[Column { k: 10, ci: true }]
+        } else {
+            &[Column { k: 10, ci: false }]
+        },
+        curve: &[10],
+        breakdown: &[],
+        qrels_only: false,
+    }
+}
+
 /// A count of documents (`num_ret`): printed as an integer by trec_eval.
 const fn count(
     name: &'static str,
@@ -408,51 +440,27 @@ pub const METRICS: &[Metric] = &[
         breakdown: &[],
         qrels_only: true,
     },
-    Metric {
-        name: "doc_recall",
-        short: "docR",
-        aliases: &[],
-        trec: NO_TREC,
-        cut: CutRule::Required,
-        leveled: false,
-        count: false,
-        cuts: Cuts::Fixed(&[5, 10]),
-        score: |q, k, _| Some(doc_recall_at_k(q.ranked, q.gold, q.doc_of, k?)),
-        matrix: &[Column { k: 10, ci: false }],
-        curve: &[10],
-        breakdown: &[],
-        qrels_only: false,
-    },
-    Metric {
-        name: "chain_coverage",
-        short: "chain",
-        aliases: &[],
-        trec: NO_TREC,
-        cut: CutRule::Required,
-        leveled: false,
-        count: false,
-        cuts: Cuts::Fixed(&[10]),
-        score: |q, k, _| chain_coverage_at_k(q.ranked, q.chain, k?),
-        matrix: &[Column { k: 10, ci: false }],
-        curve: &[10],
-        breakdown: &[],
-        qrels_only: false,
-    },
-    Metric {
-        name: "full_chain_hit",
-        short: "fullchain",
-        aliases: &[],
-        trec: NO_TREC,
-        cut: CutRule::Required,
-        leveled: false,
-        count: false,
-        cuts: Cuts::Fixed(&[10]),
-        score: |q, k, _| full_chain_hit_at_k(q.ranked, q.chain, k?),
-        matrix: &[Column { k: 10, ci: true }],
-        curve: &[10],
-        breakdown: &[],
-        qrels_only: false,
-    },
+    beyond_qrels(
+        "doc_recall",
+        "docR",
+        &[5, 10],
+        |q, k, _| Some(doc_recall_at_k(q.ranked, q.gold, q.doc_of, k?)),
+        false,
+    ),
+    beyond_qrels(
+        "chain_coverage",
+        "chain",
+        &[10],
+        |q, k, _| chain_coverage_at_k(q.ranked, q.chain, k?),
+        false,
+    ),
+    beyond_qrels(
+        "full_chain_hit",
+        "fullchain",
+        &[10],
+        |q, k, _| full_chain_hit_at_k(q.ranked, q.chain, k?),
+        true,
+    ),
     measure(
         "AP",
         &["map"],

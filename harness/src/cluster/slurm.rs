@@ -323,9 +323,9 @@ impl Header<'_> {
     }
 }
 
-/// The three scripts for `plan`. Errors name the option at fault (`--array`, `--cpus-per-task`,
-/// `--extra-sbatch`, `--partition`, ...), since the plan comes straight from the command line.
-pub fn scripts(plan: &SlurmPlan) -> Result<Scripts> {
+/// Checks what `plan` takes from the command line before anything of it is written into a
+/// script, and returns its extra lines, validated and `#SBATCH ` prefixed.
+fn check_plan(plan: &SlurmPlan) -> Result<Vec<String>> {
     if plan.array == 0 {
         bail!("--array: must be at least 1");
     }
@@ -368,14 +368,12 @@ pub fn scripts(plan: &SlurmPlan) -> Result<Scripts> {
             check_names(&[d.clone(), l.clone()], "--only-missing")?;
         }
     }
+    Ok(extra)
+}
 
-    let exe = shell_quote(utf8(&plan.exe, "the hopbench executable")?);
-    let workdir = shell_quote(utf8(&plan.workdir, "the working directory")?);
-    let results_abs = utf8(&plan.workdir.join(&plan.results), "--results")?.to_string();
-    let results_abs = results_abs.trim_end_matches('/');
-    check_sbatch_path(results_abs, "--results")?;
-    let status = utf8(&plan.status_file(), "--results")?.to_string();
-
+/// The options every step passes to hopbench, shell-quoted: the campaign, the results, the
+/// datasets, the data and the model directories, as the plan names them.
+fn common_options(plan: &SlurmPlan) -> Result<String> {
     let mut common = Vec::new();
     if let Some(c) = &plan.campaign {
         common.push(format!(
@@ -400,7 +398,21 @@ pub fn scripts(plan: &SlurmPlan) -> Result<Scripts> {
     if let Some(m) = &plan.model {
         common.push(format!("--model {}", shell_quote(utf8(m, "--model")?)));
     }
-    let common = common.join(" ");
+    Ok(common.join(" "))
+}
+
+/// The three scripts for `plan`. Errors name the option at fault (`--array`, `--cpus-per-task`,
+/// `--extra-sbatch`, `--partition`, ...), since the plan comes straight from the command line.
+pub fn scripts(plan: &SlurmPlan) -> Result<Scripts> {
+    let extra = check_plan(plan)?;
+    let exe = shell_quote(utf8(&plan.exe, "the hopbench executable")?);
+    let workdir = shell_quote(utf8(&plan.workdir, "the working directory")?);
+    let results_abs = utf8(&plan.workdir.join(&plan.results), "--results")?.to_string();
+    let results_abs = results_abs.trim_end_matches('/');
+    check_sbatch_path(results_abs, "--results")?;
+    let status = utf8(&plan.status_file(), "--results")?.to_string();
+
+    let common = common_options(plan)?;
     let legs = format!("--legs {}", shell_quote(&plan.legs.join(",")));
     let threads = "--threads \"${SLURM_CPUS_PER_TASK:-1}\"";
     let shard = |n: usize| format!("--shard \"${{SLURM_ARRAY_TASK_ID}}/{n}\"");
@@ -1151,6 +1163,16 @@ export RAYON_NUM_THREADS="${SLURM_CPUS_PER_TASK:-1}"
         path.to_str().unwrap().to_string()
     }
 
+    /// [`plan`] run by a fake hopbench, the script `name` in `dir` running `body`, with `dir`
+    /// as its working directory.
+    fn fake_plan(dir: &Path, name: &str, body: &str) -> SlurmPlan {
+        SlurmPlan {
+            exe: fake(dir, name, body).into(),
+            workdir: dir.to_path_buf(),
+            ..plan()
+        }
+    }
+
     /// A fake `sbatch` that records its arguments and prints ids 101, 102, ... (with a cluster
     /// suffix, as multi-cluster setups do), failing on call `fail_on` if given.
     fn fake_sbatch(dir: &Path, fail_on: Option<u32>) -> String {
@@ -1220,19 +1242,16 @@ echo "$((100 + n));cluster"
         let dd = d.display();
         // A fake hopbench that records its arguments, one line per argument, and fails `status`
         // when asked to.
-        let exe = fake(
-            d,
-            "hop bench",
-            &format!(
-                "printf '[%s]' \"$@\" >> {dd}/calls\necho \"  pwd=$PWD threads=$RAYON_NUM_THREADS\" >> {dd}/calls\n\
-                 if [ \"$1\" = status ] && [ -e {dd}/fail ]; then exit 5; fi\n"
-            ),
-        );
         let p = SlurmPlan {
-            exe: exe.into(),
-            workdir: d.to_path_buf(),
             campaign: Some("it's a campaign.yaml".into()),
-            ..plan()
+            ..fake_plan(
+                d,
+                "hop bench",
+                &format!(
+                    "printf '[%s]' \"$@\" >> {dd}/calls\necho \"  pwd=$PWD threads=$RAYON_NUM_THREADS\" >> {dd}/calls\n\
+                     if [ \"$1\" = status ] && [ -e {dd}/fail ]; then exit 5; fi\n"
+                ),
+            )
         };
         let paths = write_scripts(&p, &p.slurm_dir()).unwrap();
         let run = |script: &Path, env: &[(&str, &str)]| {
@@ -1294,22 +1313,19 @@ echo "$((100 + n));cluster"
         let tmp = tempfile::tempdir().unwrap();
         let d = tmp.path();
         let dd = d.display();
-        let exe = fake(
-            d,
-            "hopbench",
-            &format!(
-                "echo \"$*\" >> {dd}/calls-${{SLURM_JOB_ID}}\n\
-                 if [ \"$1 $3\" = 'run-matrix 1/2' ] && [ -e {dd}/fail ]; then exit 4; fi\n"
-            ),
-        );
         let p = SlurmPlan {
-            exe: exe.into(),
-            workdir: d.to_path_buf(),
             results: "it's results".into(),
             array: 2,
             cpus_per_task: 1,
             extra: vec!["#SBATCH --comment=\"hopbench test\"".into()],
-            ..plan()
+            ..fake_plan(
+                d,
+                "hopbench",
+                &format!(
+                    "echo \"$*\" >> {dd}/calls-${{SLURM_JOB_ID}}\n\
+                     if [ \"$1 $3\" = 'run-matrix 1/2' ] && [ -e {dd}/fail ]; then exit 4; fi\n"
+                ),
+            )
         };
         let bins = SlurmBins::default();
         let opts = WaitOptions {

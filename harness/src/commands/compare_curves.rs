@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::Args;
 
-use super::{resolved, Command, LegPair, Task};
+use super::{Command, LegPair, Task};
 use crate::analysis::spend;
 use crate::pipeline::settings::{Overrides, Settings};
 
@@ -24,19 +24,23 @@ impl Command for CompareCurves {
     const TASK: Task = Task::Analyse;
 
     fn overrides(&self) -> Option<Overrides> {
-        Some(self.pair.read.overrides())
+        Some(self.pair.overrides())
     }
 
     fn run(self, settings: Option<&Settings>) -> Result<ExitCode> {
-        let s = resolved(settings);
-        let p = &self.pair;
-        let stats = &s.campaign.stats;
-        let c = match &self.dataset_b {
-            None => spend::compare(&s.results, &p.dataset, &p.a, &p.b, stats)?,
-            Some(db) => spend::compare_across(&s.results, (&p.dataset, &p.a), (db, &p.b), stats)?,
-        };
-        out!("{}", spend::table(&c));
-        p.json.write(&c)?;
-        Ok(ExitCode::SUCCESS)
+        let b = self.dataset_b.as_deref();
+        self.pair.print(
+            settings,
+            |s, p| {
+                let stats = &s.campaign.stats;
+                match b {
+                    None => spend::compare(&s.results, &p.dataset, &p.a, &p.b, stats),
+                    Some(db) => {
+                        spend::compare_across(&s.results, (&p.dataset, &p.a), (db, &p.b), stats)
+                    }
+                }
+            },
+            spend::table,
+        )
     }
 }

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::Args;
 
-use super::{resolved, Command, LegPair, Task};
+use super::{Command, LegPair, Task};
 use crate::analysis::compare;
 use crate::pipeline::settings::{Overrides, Settings};
 
@@ -24,19 +24,23 @@ impl Command for CompareLegs {
     const TASK: Task = Task::Analyse;
 
     fn overrides(&self) -> Option<Overrides> {
-        Some(self.pair.read.overrides())
+        Some(self.pair.overrides())
     }
 
     fn run(self, settings: Option<&Settings>) -> Result<ExitCode> {
-        let s = resolved(settings);
-        let p = &self.pair;
-        let (results, stats) = (&s.results, &s.campaign.stats);
-        let c = match &self.by {
-            Some(by) => compare::compare_legs_by(results, &p.dataset, &p.a, &p.b, by, stats)?,
-            None => compare::compare_legs(results, &p.dataset, &p.a, &p.b, stats)?,
-        };
-        out!("{}", compare::table(&c));
-        p.json.write(&c)?;
-        Ok(ExitCode::SUCCESS)
+        let by = self.by.as_deref();
+        self.pair.print(
+            settings,
+            |s, p| {
+                let (results, stats) = (&s.results, &s.campaign.stats);
+                match by {
+                    Some(by) => {
+                        compare::compare_legs_by(results, &p.dataset, &p.a, &p.b, by, stats)
+                    }
+                    None => compare::compare_legs(results, &p.dataset, &p.a, &p.b, stats),
+                }
+            },
+            compare::table,
+        )
     }
 }

@@ -250,12 +250,40 @@ impl CommonArgs {
 
     /// The exclusive lock of a command that writes the results directory alone.
     pub fn exclusive(&self) -> Lock {
+        self.lock_for(None)
+    }
+
+    /// The lock of a command that may run as one part of a sharded run (`--shard`): the parts
+    /// hold it shared, beside each other, because each writes files of its own; a whole run
+    /// holds it alone.
+    pub fn lock_for(&self, shard: Option<crate::cluster::shard::Shard>) -> Lock {
         Lock {
             wait: !self.no_wait,
-            mode: lock::Mode::Exclusive,
+            mode: match shard {
+                Some(_) => lock::Mode::Shared,
+                None => lock::Mode::Exclusive,
+            },
         }
     }
 }
+
+/// The [`Command`] items of a benchmark that reads the campaign, the data and the model through
+/// its `common` flags ([`CommonArgs`]): its task, its overrides, and the results directory's
+/// lock held alone (a benchmark may prepare exports and fill the embedding cache, as a run does).
+macro_rules! exclusive_benchmark {
+    () => {
+        const TASK: $crate::commands::Task = $crate::commands::Task::Measure;
+
+        fn overrides(&self) -> Option<$crate::pipeline::settings::Overrides> {
+            Some(self.common.overrides())
+        }
+
+        fn lock(&self) -> Option<$crate::commands::Lock> {
+            Some(self.common.exclusive())
+        }
+    };
+}
+pub(crate) use exclusive_benchmark;
 
 /// The flags of a command that only reads a results directory.
 #[derive(Args, Debug, Clone)]
@@ -309,6 +337,26 @@ impl Selection {
     }
 }
 
+/// The flags of a command over the matrix's cells (`run-matrix`, `status`, `slurm`): the
+/// campaign, the data and the model, and which datasets and legs.
+#[derive(Args, Debug, Clone)]
+pub struct MatrixArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    #[command(flatten)]
+    pub select: Selection,
+}
+
+impl MatrixArgs {
+    /// These flags as overrides of the campaign, with the run flags `run`.
+    pub fn overrides(&self, run: RunFlags) -> Overrides {
+        Overrides {
+            run: Some(run),
+            ..self.common.overrides()
+        }
+    }
+}
+
 /// Two legs of one dataset in one results directory (`compare-legs`, `compare-curves`).
 #[derive(Args, Debug, Clone)]
 pub struct LegPair {
@@ -323,6 +371,27 @@ pub struct LegPair {
     pub b: String,
     #[command(flatten)]
     pub json: JsonOut,
+}
+
+impl LegPair {
+    /// These flags as overrides of the campaign.
+    pub fn overrides(&self) -> Overrides {
+        self.read.overrides()
+    }
+
+    /// Prints the pair's comparison `compare` makes from the settings, as `table` writes it,
+    /// and writes it to the `--json` file.
+    pub fn print<T: serde::Serialize>(
+        &self,
+        settings: Option<&Settings>,
+        compare: impl FnOnce(&Settings, &LegPair) -> Result<T>,
+        table: impl FnOnce(&T) -> String,
+    ) -> Result<ExitCode> {
+        let c = compare(resolved(settings), self)?;
+        out!("{}", table(&c));
+        self.json.write(&c)?;
+        Ok(ExitCode::SUCCESS)
+    }
 }
 
 /// `--json FILE`: also write the command's result there (atomically).

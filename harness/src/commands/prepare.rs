@@ -8,7 +8,6 @@ use clap::Args;
 use super::{resolved, Command, CommonArgs, Lock, Task};
 use crate::pipeline::data;
 use crate::pipeline::settings::{default_datasets, Overrides, Settings};
-use crate::store::lock;
 
 /// Build (or reuse) the export of datasets: read raw files, embed, index.
 #[derive(Args, Debug)]
@@ -36,13 +35,7 @@ impl Command for Prepare {
 
     /// The parts of a sharded prepare hold the lock shared: they write disjoint cache parts.
     fn lock(&self) -> Option<Lock> {
-        Some(Lock {
-            wait: !self.common.no_wait,
-            mode: match self.shard {
-                Some(_) => lock::Mode::Shared,
-                None => lock::Mode::Exclusive,
-            },
-        })
+        Some(self.common.lock_for(self.shard))
     }
 
     fn run(self, settings: Option<&Settings>) -> Result<ExitCode> {

@@ -5,18 +5,15 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::Args;
 
-use super::{at_least_one, resolved, Command, CommonArgs, Lock, Selection, Task};
+use super::{at_least_one, resolved, Command, Lock, MatrixArgs, Task};
 use crate::pipeline::matrix::{self, CellOutcome};
 use crate::pipeline::settings::{Overrides, RunFlags, Settings};
-use crate::store::lock;
 
 /// Run every selected leg on every selected dataset and write one cached cell each.
 #[derive(Args, Debug)]
 pub struct RunMatrix {
     #[command(flatten)]
-    pub common: CommonArgs,
-    #[command(flatten)]
-    pub select: Selection,
+    pub matrix: MatrixArgs,
     /// Evaluate only the first N queries of each dataset (a different query set: cells are not
     /// comparable with full runs). At least 1.
     #[arg(long, value_parser = at_least_one, allow_negative_numbers = true)]
@@ -53,31 +50,22 @@ impl Command for RunMatrix {
     const TASK: Task = Task::Run;
 
     fn overrides(&self) -> Option<Overrides> {
-        Some(Overrides {
-            run: Some(RunFlags {
-                datasets: self.select.datasets.clone(),
-                legs: self.select.legs.clone(),
-                limit: self.limit,
-                threads: self.threads,
-                force: self.force,
-                quiet: self.quiet,
-                no_curves: self.no_curves,
-                shard: self.shard,
-                cells: self.cells.clone(),
-            }),
-            ..self.common.overrides()
-        })
+        Some(self.matrix.overrides(RunFlags {
+            datasets: self.matrix.select.datasets.clone(),
+            legs: self.matrix.select.legs.clone(),
+            limit: self.limit,
+            threads: self.threads,
+            force: self.force,
+            quiet: self.quiet,
+            no_curves: self.no_curves,
+            shard: self.shard,
+            cells: self.cells.clone(),
+        }))
     }
 
     /// The parts of a sharded run hold the lock shared: they write disjoint files.
     fn lock(&self) -> Option<Lock> {
-        (!self.show_settings).then_some(Lock {
-            wait: !self.common.no_wait,
-            mode: match self.shard {
-                Some(_) => lock::Mode::Shared,
-                None => lock::Mode::Exclusive,
-            },
-        })
+        (!self.show_settings).then_some(self.matrix.common.lock_for(self.shard))
     }
 
     fn run(self, settings: Option<&Settings>) -> Result<ExitCode> {

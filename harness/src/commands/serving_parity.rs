@@ -6,8 +6,8 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::Args;
 
-use super::{resolved, Command, CommonArgs, Lock, Task};
-use crate::pipeline::settings::{Overrides, Settings};
+use super::{exclusive_benchmark, resolved, Command, CommonArgs};
+use crate::pipeline::settings::Settings;
 
 /// Serve a leg's dense side through Qdrant's HNSW at several `hnsw_ef` and measure what
 /// changes against the exact engine: ANN recall@10, gate agreement, paired metric differences
@@ -43,15 +43,7 @@ pub struct ServingParity {
 }
 
 impl Command for ServingParity {
-    const TASK: Task = Task::Measure;
-
-    fn overrides(&self) -> Option<Overrides> {
-        Some(self.common.overrides())
-    }
-
-    fn lock(&self) -> Option<Lock> {
-        Some(self.common.exclusive())
-    }
+    exclusive_benchmark!();
 
     fn run(self, settings: Option<&Settings>) -> Result<ExitCode> {
         run(resolved(settings), &self)?;

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::Args;
 
-use super::{resolved, Command, CommonArgs, Selection, Task};
+use super::{resolved, Command, MatrixArgs, Task};
 use crate::cluster::slurm;
 use crate::pipeline::settings::{Overrides, Settings};
 
@@ -15,9 +15,7 @@ use crate::pipeline::settings::{Overrides, Settings};
 #[derive(Args, Debug)]
 pub struct Slurm {
     #[command(flatten)]
-    pub common: CommonArgs,
-    #[command(flatten)]
-    pub select: Selection,
+    pub matrix: MatrixArgs,
     /// Tasks per job array.
     #[arg(long, default_value_t = 4)]
     pub array: usize,
@@ -57,10 +55,7 @@ impl Command for Slurm {
     const TASK: Task = Task::Run;
 
     fn overrides(&self) -> Option<Overrides> {
-        Some(Overrides {
-            run: Some(self.select.planning(None)),
-            ..self.common.overrides()
-        })
+        Some(self.matrix.overrides(self.matrix.select.planning(None)))
     }
 
     fn run(self, settings: Option<&Settings>) -> Result<ExitCode> {
@@ -142,7 +137,13 @@ impl Slurm {
         Ok(Some(slurm::SlurmPlan {
             exe: std::env::current_exe().context("cannot find the hopbench executable")?,
             workdir: std::env::current_dir().context("cannot read the working directory")?,
-            campaign: self.common.campaign.as_deref().map(absolute).transpose()?,
+            campaign: self
+                .matrix
+                .common
+                .campaign
+                .as_deref()
+                .map(absolute)
+                .transpose()?,
             results: absolute(&s.results)?,
             data_dir: s.data.data_dir.as_deref().map(absolute).transpose()?,
             // the hashing embedder's name is no path: it stays as written

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::Args;
 
-use super::{at_least_one, resolved, Command, CommonArgs, Selection, Task};
+use super::{at_least_one, resolved, Command, MatrixArgs, Task};
 use crate::pipeline::settings::{Overrides, Settings};
 
 /// Where each cell stands: done, stale, failed (with its error) or missing; exit 0 only when
@@ -13,9 +13,7 @@ use crate::pipeline::settings::{Overrides, Settings};
 #[derive(Args, Debug)]
 pub struct Status {
     #[command(flatten)]
-    pub common: CommonArgs,
-    #[command(flatten)]
-    pub select: Selection,
+    pub matrix: MatrixArgs,
     /// `--limit` of the run whose cells to look at.
     #[arg(long, value_parser = at_least_one, allow_negative_numbers = true)]
     pub limit: Option<usize>,
@@ -25,10 +23,10 @@ impl Command for Status {
     const TASK: Task = Task::Run;
 
     fn overrides(&self) -> Option<Overrides> {
-        Some(Overrides {
-            run: Some(self.select.planning(self.limit)),
-            ..self.common.overrides()
-        })
+        Some(
+            self.matrix
+                .overrides(self.matrix.select.planning(self.limit)),
+        )
     }
 
     fn run(self, settings: Option<&Settings>) -> Result<ExitCode> {

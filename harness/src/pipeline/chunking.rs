@@ -32,21 +32,80 @@ pub const VARIANT_SEPARATOR: char = '@';
 pub enum Chunking {
     /// One setting.
     One(ChunkSettings),
-    /// Lists of values: their cross product. Each list is non-empty; `listed` says which keys
-    /// were written as lists (`size`, `overlap`, `unit`), for the variant names and for
-    /// writing the block back as it was.
-    Grid {
-        /// The sizes.
-        size: Vec<usize>,
-        /// The overlaps.
-        overlap: Vec<usize>,
-        /// The units.
-        unit: Vec<ChunkUnit>,
-        /// Whether `size`, `overlap`, `unit` were lists.
-        listed: [bool; 3],
-    },
+    /// Lists of values: their cross product.
+    Grid(Grid),
     /// Named variants.
     Named(BTreeMap<String, ChunkSettings>),
+}
+
+/// A `chunking:` of lists of values: their cross product. Each list is non-empty; `listed` says
+/// which keys were written as lists (`size`, `overlap`, `unit`), for the variant names and for
+/// writing the block back as it was.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Grid {
+    /// The sizes.
+    pub size: Vec<usize>,
+    /// The overlaps.
+    pub overlap: Vec<usize>,
+    /// The units.
+    pub unit: Vec<ChunkUnit>,
+    /// Whether `size`, `overlap`, `unit` were lists.
+    pub listed: [bool; 3],
+}
+
+impl Grid {
+    /// The variants, `(suffix, setting)` in name order: `size<S>-overlap<O>`, plus `-<unit>`
+    /// when `unit` was a list.
+    fn variants(&self) -> Vec<(String, ChunkSettings)> {
+        let mut out = Vec::new();
+        for &size in &self.size {
+            for &overlap in &self.overlap {
+                for &unit in &self.unit {
+                    let mut name = format!("size{size}-overlap{overlap}");
+                    if self.listed[2] {
+                        name = format!("{name}-{}", unit.name());
+                    }
+                    out.push((
+                        name,
+                        ChunkSettings {
+                            size,
+                            overlap,
+                            unit,
+                        },
+                    ));
+                }
+            }
+        }
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out
+    }
+}
+
+/// Written back as it was read: a key written as a list stays a list, a single value a value.
+impl Serialize for Grid {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        let value = |list: serde_json::Value, is_list: bool| {
+            if is_list {
+                list
+            } else {
+                list[0].clone()
+            }
+        };
+        let mut m = serde_json::Map::new();
+        m.insert(
+            "size".into(),
+            value(serde_json::json!(self.size), self.listed[0]),
+        );
+        m.insert(
+            "overlap".into(),
+            value(serde_json::json!(self.overlap), self.listed[1]),
+        );
+        m.insert(
+            "unit".into(),
+            value(serde_json::json!(self.unit), self.listed[2]),
+        );
+        m.serialize(s)
+    }
 }
 
 impl Chunking {
@@ -63,34 +122,7 @@ impl Chunking {
         match self {
             Chunking::One(_) => None,
             Chunking::Named(v) => Some(v.iter().map(|(n, s)| (n.clone(), *s)).collect()),
-            Chunking::Grid {
-                size,
-                overlap,
-                unit,
-                listed,
-            } => {
-                let mut out = Vec::new();
-                for &size in size {
-                    for &overlap in overlap {
-                        for &unit in unit {
-                            let mut name = format!("size{size}-overlap{overlap}");
-                            if listed[2] {
-                                name = format!("{name}-{}", unit.name());
-                            }
-                            out.push((
-                                name,
-                                ChunkSettings {
-                                    size,
-                                    overlap,
-                                    unit,
-                                },
-                            ));
-                        }
-                    }
-                }
-                out.sort_by(|a, b| a.0.cmp(&b.0));
-                Some(out)
-            }
+            Chunking::Grid(g) => Some(g.variants()),
         }
     }
 }
@@ -154,12 +186,12 @@ impl<'de> Deserialize<'de> for Chunking {
                     unit: unit[0],
                 }));
             }
-            return Ok(Chunking::Grid {
+            return Ok(Chunking::Grid(Grid {
                 size,
                 overlap,
                 unit,
                 listed: [ls, lo, lu],
-            });
+            }));
         }
         let mut named = BTreeMap::new();
         for (name, v) in map {
@@ -176,28 +208,7 @@ impl Serialize for Chunking {
         match self {
             Chunking::One(settings) => settings.serialize(s),
             Chunking::Named(v) => v.serialize(s),
-            Chunking::Grid {
-                size,
-                overlap,
-                unit,
-                listed,
-            } => {
-                let value = |list: serde_json::Value, is_list: bool| {
-                    if is_list {
-                        list
-                    } else {
-                        list[0].clone()
-                    }
-                };
-                let mut m = serde_json::Map::new();
-                m.insert("size".into(), value(serde_json::json!(size), listed[0]));
-                m.insert(
-                    "overlap".into(),
-                    value(serde_json::json!(overlap), listed[1]),
-                );
-                m.insert("unit".into(), value(serde_json::json!(unit), listed[2]));
-                m.serialize(s)
-            }
+            Chunking::Grid(g) => g.serialize(s),
         }
     }
 }

@@ -393,6 +393,51 @@ fn load_embedder(s: &DataSettings) -> hopbench_datasets::Result<(Embedder, Embed
     Ok((e, c))
 }
 
+/// The embedder and its cache, loaded at the first texts a build asks for: a build that finds
+/// every vector cached, or reuses its export, never loads the model.
+struct LazyEmbedder<'a> {
+    settings: &'a DataSettings,
+    slot: RefCell<Option<(Embedder, EmbeddingCache)>>,
+}
+
+impl<'a> LazyEmbedder<'a> {
+    fn new(settings: &'a DataSettings) -> Self {
+        LazyEmbedder {
+            settings,
+            slot: RefCell::new(None),
+        }
+    }
+
+    /// Runs `f` on the embedder and its cache, loading them first if this is the first call.
+    fn with<T>(
+        &self,
+        f: impl FnOnce(&mut Embedder, &mut EmbeddingCache) -> hopbench_datasets::Result<T>,
+    ) -> hopbench_datasets::Result<T> {
+        let mut slot = self.slot.borrow_mut();
+        if slot.is_none() {
+            *slot = Some(load_embedder(self.settings)?);
+        }
+        let (e, c) = slot.as_mut().expect("loaded above");
+        f(e, c)
+    }
+}
+
+/// The build's error for dataset `name` whose raw files failed to read. The build carries only
+/// a message, so the error itself (with its chain of context) is kept in `kept`, for the caller
+/// to return instead of the build's.
+fn read_failed(
+    name: &str,
+    e: anyhow::Error,
+    kept: &mut Option<anyhow::Error>,
+) -> hopbench_datasets::Error {
+    let message = format!("{e:#}");
+    *kept = Some(e);
+    hopbench_datasets::Error::Config {
+        context: format!("dataset {name}"),
+        message,
+    }
+}
+
 /// The identity and dimension of the model `s` names: the built-in hashing embedder for
 /// `hashing-384` (no model directory), else the model directory's (hashing its weights only).
 pub fn model_identity(s: &DataSettings) -> Result<(String, usize)> {
@@ -447,53 +492,41 @@ pub fn embed_part(
         });
     }
     let (model_id, dim) = model_identity(s)?;
-    let embedder: RefCell<Option<(Embedder, EmbeddingCache)>> = RefCell::new(None);
+    let embedder = LazyEmbedder::new(s);
     let counts = RefCell::new((0usize, 0usize));
     let mut embed_fn = EmbedFn {
         model_id,
         dim,
         embed: Box::new(|texts: &[&str], label: &str| {
-            let mut slot = embedder.borrow_mut();
-            if slot.is_none() {
-                *slot = Some(load_embedder(s)?);
-            }
-            let (e, c) = slot.as_mut().expect("loaded above");
-            let mut mine: Vec<&str> = texts
-                .iter()
-                .copied()
-                .filter(|t| shard.owns_text(t))
-                .collect();
-            mine.sort_unstable();
-            mine.dedup();
-            let new = mine.iter().filter(|t| !c.contains(t)).count();
-            let bar = crate::pipeline::progress::Progress::new(
-                progress,
-                &format!("embed {name} {label} (part {shard})"),
-                "texts",
-                mine.len() as u64,
-            );
-            embed::embed_cached(e, c, &mine, &mut |n| bar.inc(n as u64))?;
-            bar.finish();
-            let mut n = counts.borrow_mut();
-            n.0 += mine.len();
-            n.1 += new;
-            Ok(vec![vec![0.0; dim]; texts.len()])
+            embedder.with(|e, c| {
+                let mut mine: Vec<&str> = texts
+                    .iter()
+                    .copied()
+                    .filter(|t| shard.owns_text(t))
+                    .collect();
+                mine.sort_unstable();
+                mine.dedup();
+                let new = mine.iter().filter(|t| !c.contains(t)).count();
+                let bar = crate::pipeline::progress::Progress::new(
+                    progress,
+                    &format!("embed {name} {label} (part {shard})"),
+                    "texts",
+                    mine.len() as u64,
+                );
+                embed::embed_cached(e, c, &mine, &mut |n| bar.inc(n as u64))?;
+                bar.finish();
+                let mut n = counts.borrow_mut();
+                n.0 += mine.len();
+                n.1 += new;
+                Ok(vec![vec![0.0; dim]; texts.len()])
+            })
         }),
     };
     let read_all = || read_members(campaign, name, &members, &member_files, s);
     let mut read_error: Option<anyhow::Error> = None;
     let ran = export::embed_only_spanned(
         &source,
-        || {
-            read_all().map_err(|e| {
-                let message = format!("{e:#}");
-                read_error = Some(e);
-                hopbench_datasets::Error::Config {
-                    context: format!("dataset {name}"),
-                    message,
-                }
-            })
-        },
+        || read_all().map_err(|e| read_failed(name, e, &mut read_error)),
         &s.prepare,
         &mut embed_fn,
         &s.exports.join(name),
@@ -528,14 +561,52 @@ pub fn open(
     let read_all = || read_members(campaign, name, &members, &member_files, s);
 
     let dir = s.exports.join(name);
-    let embedder: RefCell<Option<(Embedder, EmbeddingCache)>> = RefCell::new(None);
-    let mut embed_fn = if source.vectors.is_some() {
+    let embedder = LazyEmbedder::new(s);
+    let mut embed_fn = embed_fn(&source, name, s, progress, &embedder)?;
+    // the parts of a sharded run (which write a part of the cache and hold the results lock
+    // shared) may need one export at once: one prepares it, the others wait and then find it
+    // ready; an unsharded writer holds the results directory alone already
+    let _preparing = s
+        .cache_part
+        .is_some()
+        .then(|| {
+            crate::store::lock::PathLock::acquire(
+                &s.exports.join(format!(".{name}.lock")),
+                &format!("preparing {name}"),
+            )
+        })
+        .transpose()?;
+    let (export, how) = prepare_and_load(&source, name, s, &mut embed_fn, &read_all, &dir)?;
+    if how == Prepared::Written {
+        let st = &export.manifest.stats;
+        eprintln!(
+            "{name}: prepared {} chunks, {} queries, {} gold chunks -> {}",
+            st.chunks,
+            st.queries,
+            st.gold_chunks,
+            dir.display()
+        );
+    }
+    Ok(DatasetState::Ready(Arc::new(export)))
+}
+
+/// What embeds the texts of dataset `name`'s build: nothing when the dataset brings its own
+/// vectors, the hashing embedder for `hashing-384`, else the model (loaded at the first texts
+/// the build asks for), its progress shown when `progress`.
+fn embed_fn<'a>(
+    source: &Source,
+    name: &'a str,
+    s: &DataSettings,
+    progress: bool,
+    embedder: &'a LazyEmbedder<'a>,
+) -> Result<EmbedFn<'a>> {
+    Ok(if source.vectors.is_some() {
         // the dataset brings every vector the build reads (passages and queries are required
         // in its `vectors:` group): no model is loaded, or needed
         EmbedFn {
             model_id: String::new(),
             dim: 0,
-            embed: Box::new(|_: &[&str], label: &str| {
+            embed: Box::new(move |_: &[&str], label: &str| {
                 Err(hopbench_datasets::Error::Config {
                     context: format!("dataset {name}"),
                     message: format!("its {label} would be embedded, but its vectors come from its `vectors:` files"),
@@ -554,59 +625,44 @@ pub fn open(
         EmbedFn {
             model_id,
             dim,
-            embed: Box::new(|texts: &[&str], label: &str| {
-                let mut slot = embedder.borrow_mut();
-                if slot.is_none() {
-                    *slot = Some(load_embedder(s)?);
-                }
-                let (e, c) = slot.as_mut().expect("loaded above");
-                let bar = crate::pipeline::progress::Progress::new(
-                    progress,
-                    &format!("embed {name} {label}"),
-                    "texts",
-                    texts.len() as u64,
-                );
-                let out = embed::embed_cached(e, c, texts, &mut |n| bar.inc(n as u64));
-                bar.finish();
-                out
+            embed: Box::new(move |texts: &[&str], label: &str| {
+                embedder.with(|e, c| {
+                    let bar = crate::pipeline::progress::Progress::new(
+                        progress,
+                        &format!("embed {name} {label}"),
+                        "texts",
+                        texts.len() as u64,
+                    );
+                    let out = embed::embed_cached(e, c, texts, &mut |n| bar.inc(n as u64));
+                    bar.finish();
+                    out
+                })
             }),
         }
-    };
-    // An export whose manifest and file hashes check out can still fail to load (written by a
-    // build with a bug, or with values the loader refuses): it is rebuilt once, and a rebuild
-    // that does not load either is the error.
+    })
+}
+
+/// Prepares (or reuses) the export of dataset `name` in `dir` and loads it. An export whose
+/// manifest and file hashes check out can still fail to load (written by a build with a bug,
+/// or with values the loader refuses): it is rebuilt once, and a rebuild that does not load
+/// either is the error.
+fn prepare_and_load(
+    source: &Source,
+    name: &str,
+    s: &DataSettings,
+    embed_fn: &mut EmbedFn<'_>,
+    read_all: &dyn Fn() -> Result<SpannedDataset>,
+    dir: &Path,
+) -> Result<(Export, Prepared)> {
     let mut healed = false;
-    // the parts of a sharded run (which write a part of the cache and hold the results lock
-    // shared) may need one export at once: one prepares it, the others wait and then find it
-    // ready; an unsharded writer holds the results directory alone already
-    let _preparing = s
-        .cache_part
-        .is_some()
-        .then(|| {
-            crate::store::lock::PathLock::acquire(
-                &s.exports.join(format!(".{name}.lock")),
-                &format!("preparing {name}"),
-            )
-        })
-        .transpose()?;
-    let (export, how) = loop {
+    loop {
         let mut read_error: Option<anyhow::Error> = None;
         let result = export::prepare_spanned(
-            &source,
-            || match read_all() {
-                Ok(r) => Ok(r),
-                Err(e) => {
-                    let msg = format!("{e:#}");
-                    read_error = Some(e);
-                    Err(hopbench_datasets::Error::Config {
-                        context: format!("dataset {name}"),
-                        message: msg,
-                    })
-                }
-            },
+            source,
+            || read_all().map_err(|e| read_failed(name, e, &mut read_error)),
             &s.prepare,
-            &mut embed_fn,
-            &dir,
+            embed_fn,
+            dir,
         );
         let (_, how) = match result {
             Ok(x) => x,
@@ -615,14 +671,14 @@ pub fn open(
                     .with_context(|| format!("preparing dataset {name}"))
             }
         };
-        match export::load(&dir) {
-            Ok(export) => break (export, how),
+        match export::load(dir) {
+            Ok(export) => return Ok((export, how)),
             Err(e) if how == Prepared::Reused && !healed => {
                 eprintln!(
                     "warning: the export of {name} at {} does not load ({e}); rebuilding it",
                     dir.display()
                 );
-                crate::store::fsx::remove_dir_atomically(&dir)
+                crate::store::fsx::remove_dir_atomically(dir)
                     .with_context(|| format!("removing the broken export {}", dir.display()))?;
                 healed = true;
             }
@@ -630,18 +686,7 @@ pub fn open(
                 return Err(e).with_context(|| format!("loading the export of {name}"));
             }
         }
-    };
-    if how == Prepared::Written {
-        let st = &export.manifest.stats;
-        eprintln!(
-            "{name}: prepared {} chunks, {} queries, {} gold chunks -> {}",
-            st.chunks,
-            st.queries,
-            st.gold_chunks,
-            dir.display()
-        );
     }
-    Ok(DatasetState::Ready(Arc::new(export)))
 }
 
 /// The head of dataset `name`'s export ([`export::read_head`]: its manifest and queries, not

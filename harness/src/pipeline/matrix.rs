@@ -535,27 +535,10 @@ fn run_cell(
         cell_inputs(campaign, s, contract, leg_name, Some(&ident))
     };
 
-    let bar = crate::pipeline::progress::Progress::new(
-        s.progress,
-        &format!("{dataset} x {leg_name}"),
-        "queries",
-        idx.len() as u64,
-    );
-    let started = Instant::now();
-    let results: Vec<Result<QueryResult, evaluate::QueryFailure>> = pool.install(|| {
-        idx.par_iter()
-            .map(|&q| {
-                let r = query_result(campaign, &export, leg.as_ref(), q);
-                bar.inc(1);
-                r
-            })
-            .collect()
-    });
-    let wall_ms = started.elapsed().as_secs_f64() * 1e3;
-    bar.finish();
-    let (results, failures): (Vec<_>, Vec<_>) = results.into_iter().partition(Result::is_ok);
-    let results: Vec<QueryResult> = results.into_iter().filter_map(Result::ok).collect();
-    if let Some(reason) = evaluate::cell_failure(failures.into_iter().filter_map(Result::err)) {
+    let label = format!("{dataset} x {leg_name}");
+    let (results, failure, wall_ms) =
+        run_queries(campaign, s, pool, &export, leg.as_ref(), &idx, &label);
+    if let Some(reason) = failure {
         // a leg that cannot retrieve or select is an `error` cell with its reason, never zeros
         return head.without_numbers(
             Status::Error,
@@ -579,6 +562,38 @@ fn run_cell(
     cell.queries_without_gold = no_gold;
     write_computed(campaign, &export, &head, &mut cell, &results)?;
     Ok(((cell, CellOutcome::Computed), Some(leg)))
+}
+
+/// Runs the queries `idx` of `export` through `leg` in `pool`, with a progress bar named
+/// `label`: their results (in `idx` order), why the cell fails when a query failed, and the
+/// wall time of the whole run in ms.
+fn run_queries(
+    campaign: &Campaign,
+    s: &MatrixSettings,
+    pool: &rayon::ThreadPool,
+    export: &Export,
+    leg: &dyn Leg,
+    idx: &[usize],
+    label: &str,
+) -> (Vec<QueryResult>, Option<String>, f64) {
+    let bar =
+        crate::pipeline::progress::Progress::new(s.progress, label, "queries", idx.len() as u64);
+    let started = Instant::now();
+    let results: Vec<Result<QueryResult, evaluate::QueryFailure>> = pool.install(|| {
+        idx.par_iter()
+            .map(|&q| {
+                let r = query_result(campaign, export, leg, q);
+                bar.inc(1);
+                r
+            })
+            .collect()
+    });
+    let wall_ms = started.elapsed().as_secs_f64() * 1e3;
+    bar.finish();
+    let (results, failures): (Vec<_>, Vec<_>) = results.into_iter().partition(Result::is_ok);
+    let results: Vec<QueryResult> = results.into_iter().filter_map(Result::ok).collect();
+    let failure = evaluate::cell_failure(failures.into_iter().filter_map(Result::err));
+    (results, failure, wall_ms)
 }
 
 /// One query through a leg: retrieve, select, score. Single-threaded and order-fixed, so its

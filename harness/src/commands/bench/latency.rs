@@ -6,9 +6,9 @@ use anyhow::Result;
 use clap::Args;
 
 use crate::bench;
-use crate::commands::{resolved, Command, CommonArgs, JsonOut, Lock, Task};
+use crate::commands::{exclusive_benchmark, resolved, Command, CommonArgs, JsonOut};
 use crate::pipeline::campaign::select;
-use crate::pipeline::settings::{Overrides, Settings};
+use crate::pipeline::settings::Settings;
 
 /// Per-leg query latency and throughput, one query at a time on one thread.
 #[derive(Args, Debug)]
@@ -35,15 +35,7 @@ pub struct Latency {
 }
 
 impl Command for Latency {
-    const TASK: Task = Task::Measure;
-
-    fn overrides(&self) -> Option<Overrides> {
-        Some(self.common.overrides())
-    }
-
-    fn lock(&self) -> Option<Lock> {
-        Some(self.common.exclusive())
-    }
+    exclusive_benchmark!();
 
     fn run(self, settings: Option<&Settings>) -> Result<ExitCode> {
         let s = resolved(settings);

@@ -7,9 +7,9 @@ use anyhow::Result;
 use clap::Args;
 
 use crate::bench;
-use crate::commands::{at_least_one, resolved, Command, CommonArgs, JsonOut, Lock, Task};
+use crate::commands::{at_least_one, exclusive_benchmark, resolved, Command, CommonArgs, JsonOut};
 use crate::pipeline::campaign::select;
-use crate::pipeline::settings::{Overrides, Settings};
+use crate::pipeline::settings::Settings;
 
 /// Prepare throughput: reading, tokenising + BM25 (chunks/s), embedding (passages/s).
 #[derive(Args, Debug)]
@@ -39,15 +39,7 @@ pub struct Prepare {
 }
 
 impl Command for Prepare {
-    const TASK: Task = Task::Measure;
-
-    fn overrides(&self) -> Option<Overrides> {
-        Some(self.common.overrides())
-    }
-
-    fn lock(&self) -> Option<Lock> {
-        Some(self.common.exclusive())
-    }
+    exclusive_benchmark!();
 
     fn run(self, settings: Option<&Settings>) -> Result<ExitCode> {
         let s = resolved(settings);

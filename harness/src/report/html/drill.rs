@@ -343,8 +343,19 @@ pub(crate) fn page(drill: &Drill<'_>, a: &str, b: &str, back: &str) -> Result<St
         body.push_str("</tbody>\n");
     }
     body.push_str("</table>\n");
-    Ok(page::page(
+    Ok(drill_page(
+        dataset,
         &format!("{dataset}: {b} vs {a}, per query"),
+        back,
+        &body,
+    ))
+}
+
+/// A drill-down page of `dataset` titled `title`, with the lead both kinds share and the
+/// links back to the matrix and to the dataset page `back`.
+fn drill_page(dataset: &str, title: &str, back: &str, body: &str) -> String {
+    page::page(
+        title,
         &format!(
             "Which gold chunk each leg found, at which rank (from <code>runs/{}/</code>).",
             esc(dataset)
@@ -353,8 +364,8 @@ pub(crate) fn page(drill: &Drill<'_>, a: &str, b: &str, back: &str) -> Result<St
             ("index.html".into(), "← matrix".into()),
             (back.into(), format!("← {dataset}")),
         ],
-        &body,
-    ))
+        body,
+    )
 }
 
 /// The inline script of [`all_legs_page`]: the two pickers show the columns of legs A and B
@@ -484,16 +495,10 @@ pub(crate) fn all_legs_page(drill: &Drill<'_>, legs: &[&str], back: &str) -> Res
     }
     body.push_str("</table></div>\n");
     let _ = writeln!(body, "<script>{PICKER}</script>");
-    Ok(page::page(
+    Ok(drill_page(
+        dataset,
         &format!("{dataset}: every leg, per query"),
-        &format!(
-            "Which gold chunk each leg found, at which rank (from <code>runs/{}/</code>).",
-            esc(dataset)
-        ),
-        &[
-            ("index.html".into(), "← matrix".into()),
-            (back.into(), format!("← {dataset}")),
-        ],
+        back,
         &body,
     ))
 }

@@ -35,82 +35,115 @@ pub(crate) fn conversations(ok: &[&CellSummary]) -> String {
     }
     let columns = metrics::breakdown_columns();
     for (key, cells) in keys {
-        let values: std::collections::BTreeSet<&String> = cells
-            .iter()
-            .flat_map(|c| c.breakdowns[key].keys())
-            .collect();
+        s.push_str(&breakdown_table(key, &cells, &columns));
+    }
+    s.push_str(&intent_confusion(ok));
+    s.push_str(&reference_resolution(ok));
+    s.push_str("</section>\n");
+    s
+}
+
+/// The table of breakdown `key` over the legs of `cells` that have it: a row per leg, a column
+/// group per group value (the union of the legs' values), each with its query count and
+/// `columns`.
+fn breakdown_table(key: &str, cells: &[&CellSummary], columns: &[metrics::At]) -> String {
+    let mut s = String::new();
+    let values: std::collections::BTreeSet<&String> = cells
+        .iter()
+        .flat_map(|c| c.breakdowns[key].keys())
+        .collect();
+    let _ = write!(
+        s,
+        "<div class=\"scroll\">\n<table class=\"breakdown sortable\">\n<caption>By {}: per group of \
+         queries, mean [95% CI] over the group</caption>\n<thead><tr><td></td>",
+        esc(key)
+    );
+    for v in &values {
         let _ = write!(
             s,
-            "<div class=\"scroll\">\n<table class=\"breakdown sortable\">\n<caption>By {}: per group of \
-             queries, mean [95% CI] over the group</caption>\n<thead><tr><td></td>",
-            esc(key)
+            "<th scope=\"colgroup\" colspan=\"{}\" class=\"group-head\">{} = {}</th>",
+            columns.len() + 1,
+            esc(key.trim_start_matches("label:")),
+            esc(v)
         );
-        for v in &values {
-            let _ = write!(
-                s,
-                "<th scope=\"colgroup\" colspan=\"{}\" class=\"group-head\">{} = {}</th>",
-                columns.len() + 1,
-                esc(key.trim_start_matches("label:")),
-                esc(v)
-            );
+    }
+    s.push_str("</tr><tr>");
+    s.push_str(&page::sort_th("leg", "leg", "", false));
+    for v in &values {
+        let col = |m: &str| format!("{v}|{m}");
+        s.push_str(&page::sort_th(&col("queries"), "queries", "", true));
+        for m in columns {
+            s.push_str(&page::sort_th(&col(&m.name()), &m.label(), "", true));
         }
-        s.push_str("</tr><tr>");
-        s.push_str(&page::sort_th("leg", "leg", "", false));
-        for v in &values {
-            let col = |m: &str| format!("{v}|{m}");
-            s.push_str(&page::sort_th(&col("queries"), "queries", "", true));
-            for m in &columns {
-                s.push_str(&page::sort_th(&col(&m.name()), &m.label(), "", true));
-            }
-        }
-        s.push_str("</tr></thead>\n<tbody>\n");
-        for c in cells {
-            let groups = &c.breakdowns[key];
-            let _ = write!(
-                s,
-                "<tr data-row data-leg=\"{}\"><th scope=\"row\" data-col=\"leg\" data-sort=\"{}\">{}</th>",
-                esc(&c.leg),
-                esc(&c.leg),
-                leg_label(c)
-            );
-            for v in &values {
-                let col = |m: &str| format!("{v}|{m}");
-                match groups.get(*v) {
-                    None => {
-                        s.push_str(&page::num_td(&col("queries"), "0", Some(0.0)));
-                        for m in &columns {
-                            s.push_str(&page::num_td(&col(&m.name()), format::NONE, None));
-                        }
-                    }
-                    Some(g) => {
-                        s.push_str(&page::num_td(
-                            &col("queries"),
-                            &g.queries.to_string(),
-                            Some(g.queries as f64),
-                        ));
-                        for m in &columns {
-                            let n = m.name();
-                            let td = page::metric_td(
-                                &n,
-                                g.metrics.get(&n).copied().flatten(),
-                                g.metrics_ci95.get(&n).copied(),
-                                None,
-                                g.queries,
-                            );
-                            // the sort key is the group's column, not the metric's
-                            s.push_str(&td.replacen(
-                                &format!("data-col=\"{}\"", esc(&n)),
-                                &format!("data-col=\"{}\"", esc(&col(&n))),
-                                1,
-                            ));
-                        }
-                    }
+    }
+    s.push_str("</tr></thead>\n<tbody>\n");
+    for c in cells {
+        s.push_str(&breakdown_row(key, c, &values, columns));
+    }
+    s.push_str("</tbody>\n</table>\n</div>\n");
+    s
+}
+
+/// One leg's row of [`breakdown_table`]: per group value, its query count and `columns` (a
+/// value the leg has no group of shows 0 queries and no metrics). Each cell's sort key is the
+/// group's column, so sorting by one group's metric does not read the others'.
+fn breakdown_row(
+    key: &str,
+    c: &CellSummary,
+    values: &std::collections::BTreeSet<&String>,
+    columns: &[metrics::At],
+) -> String {
+    let mut s = String::new();
+    let groups = &c.breakdowns[key];
+    let _ = write!(
+        s,
+        "<tr data-row data-leg=\"{}\"><th scope=\"row\" data-col=\"leg\" data-sort=\"{}\">{}</th>",
+        esc(&c.leg),
+        esc(&c.leg),
+        leg_label(c)
+    );
+    for v in values {
+        let col = |m: &str| format!("{v}|{m}");
+        match groups.get(*v) {
+            None => {
+                s.push_str(&page::num_td(&col("queries"), "0", Some(0.0)));
+                for m in columns {
+                    s.push_str(&page::num_td(&col(&m.name()), format::NONE, None));
                 }
             }
-            s.push_str("</tr>\n");
+            Some(g) => {
+                s.push_str(&page::num_td(
+                    &col("queries"),
+                    &g.queries.to_string(),
+                    Some(g.queries as f64),
+                ));
+                for m in columns {
+                    let n = m.name();
+                    let td = page::metric_td(
+                        &n,
+                        g.metrics.get(&n).copied().flatten(),
+                        g.metrics_ci95.get(&n).copied(),
+                        None,
+                        g.queries,
+                    );
+                    // the sort key is the group's column, not the metric's
+                    s.push_str(&td.replacen(
+                        &format!("data-col=\"{}\"", esc(&n)),
+                        &format!("data-col=\"{}\"", esc(&col(&n))),
+                        1,
+                    ));
+                }
+            }
         }
-        s.push_str("</tbody>\n</table>\n</div>\n");
     }
+    s.push_str("</tr>\n");
+    s
+}
+
+/// The intent confusion matrices of the legs that classify intents: per leg and label key,
+/// the queries per label value (rows) and classified intent (columns); empty without any.
+fn intent_confusion(ok: &[&CellSummary]) -> String {
+    let mut s = String::new();
     let confusion: Vec<&&CellSummary> = ok
         .iter()
         .filter(|c| !c.intent_confusion.is_empty())
@@ -152,6 +185,13 @@ pub(crate) fn conversations(ok: &[&CellSummary]) -> String {
         }
         s.push_str("</div>\n");
     }
+    s
+}
+
+/// The reference-resolution accuracy of the legs that resolve references (derived dialogues);
+/// empty without any.
+fn reference_resolution(ok: &[&CellSummary]) -> String {
+    let mut s = String::new();
     let refs: Vec<&&CellSummary> = ok
         .iter()
         .filter(|c| c.reference_resolution.is_some())
@@ -178,7 +218,6 @@ pub(crate) fn conversations(ok: &[&CellSummary]) -> String {
         }
         s.push_str("</tbody>\n</table>\n");
     }
-    s.push_str("</section>\n");
     s
 }
 

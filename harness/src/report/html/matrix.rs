@@ -119,6 +119,71 @@ fn ci_text(ci: &crate::pipeline::campaign::StatsConfig) -> String {
     }
 }
 
+/// How the campaign's `stats` compare two legs, in words.
+fn comparison_text(st: &crate::pipeline::campaign::StatsConfig) -> String {
+    if st.ci == crate::pipeline::campaign::CiMode::Off {
+        "campaign stats: ci off (differences without CI or p-value)".into()
+    } else {
+        format!(
+            "difference b − a per query: paired bootstrap 95% CI ({} resamples), paired t \
+             95% CI, two-sided sign-flip randomization p ({} permutations), seed {}; \
+             Holm-corrected over each pair's metrics (campaign <code>stats</code>)",
+            st.resamples, st.permutations, st.seed
+        )
+    }
+}
+
+/// A cell's determinism contract in words: its version, target and token counter.
+fn contract_text(c: &CellSummary) -> Option<String> {
+    let k = &c.inputs.contract;
+    serde_json::to_value(k).ok().map(|v| {
+        let get = |f: &str| {
+            v.get(f)
+                .map(|x| x.to_string().trim_matches('"').to_string())
+        };
+        format!(
+            "v{}, {}, token counter {}",
+            get("version").unwrap_or_default(),
+            get("target").unwrap_or_default(),
+            get("token_counter").unwrap_or_default()
+        )
+    })
+}
+
+/// The configured leg pairs (`report.compare`), each with the datasets that have both legs.
+fn compared_pairs(o: &ReportOptions, jobs: &[Job]) -> String {
+    let pairs: Vec<String> = if o.compare.is_empty() {
+        vec![
+            "none configured (<code>report.compare</code>): each dataset's first two ok legs"
+                .into(),
+        ]
+    } else {
+        o.compare
+            .iter()
+            .map(|(a, b)| {
+                let on: Vec<&str> = jobs
+                    .iter()
+                    .filter(|j| j.pairs.iter().any(|(x, y)| x == a && y == b))
+                    .map(|j| j.dataset)
+                    .collect();
+                format!(
+                    "{} vs {} <small>({})</small>",
+                    esc(b),
+                    esc(a),
+                    if on.is_empty() {
+                        "no dataset has both".to_string()
+                    } else {
+                        esc(&on.join(", "))
+                    }
+                )
+            })
+            .collect()
+    };
+    pairs.join("; ")
+}
+
+/// The protocol section: the settings every number of the report was made under (from the
+/// cells' recorded inputs, or the campaign's for the comparisons).
 fn protocol(o: &ReportOptions, cells: &[&CellSummary], jobs: &[Job]) -> String {
     let mut s =
         String::from("<section id=\"protocol\">\n<h2>Protocol</h2>\n<dl class=\"facts\">\n");
@@ -142,20 +207,7 @@ fn protocol(o: &ReportOptions, cells: &[&CellSummary], jobs: &[Job]) -> String {
         "confidence intervals",
         distinct(cells, |c| Some(ci_text(&c.inputs.ci))),
     );
-    let st = &o.campaign.stats;
-    fact(
-        "paired comparisons",
-        if st.ci == crate::pipeline::campaign::CiMode::Off {
-            "campaign stats: ci off (differences without CI or p-value)".into()
-        } else {
-            format!(
-                "difference b − a per query: paired bootstrap 95% CI ({} resamples), paired t \
-                 95% CI, two-sided sign-flip randomization p ({} permutations), seed {}; \
-                 Holm-corrected over each pair's metrics (campaign <code>stats</code>)",
-                st.resamples, st.permutations, st.seed
-            )
-        },
-    );
+    fact("paired comparisons", comparison_text(&o.campaign.stats));
     fact(
         "query limit",
         distinct(cells, |c| {
@@ -187,24 +239,7 @@ fn protocol(o: &ReportOptions, cells: &[&CellSummary], jobs: &[Job]) -> String {
         "code version",
         distinct(cells, |c| Some(c.inputs.code_version.clone())),
     );
-    fact(
-        "determinism contract",
-        distinct(cells, |c| {
-            let k = &c.inputs.contract;
-            serde_json::to_value(k).ok().map(|v| {
-                let get = |f: &str| {
-                    v.get(f)
-                        .map(|x| x.to_string().trim_matches('"').to_string())
-                };
-                format!(
-                    "v{}, {}, token counter {}",
-                    get("version").unwrap_or_default(),
-                    get("target").unwrap_or_default(),
-                    get("token_counter").unwrap_or_default()
-                )
-            })
-        }),
-    );
+    fact("determinism contract", distinct(cells, contract_text));
     fact(
         "threads",
         distinct(cells, |c| {
@@ -213,34 +248,7 @@ fn protocol(o: &ReportOptions, cells: &[&CellSummary], jobs: &[Job]) -> String {
                 .map(|t| format!("{} ({:?})", t.threads, t.thread_source).to_lowercase())
         }),
     );
-    let pairs: Vec<String> = if o.compare.is_empty() {
-        vec![
-            "none configured (<code>report.compare</code>): each dataset's first two ok legs"
-                .into(),
-        ]
-    } else {
-        o.compare
-            .iter()
-            .map(|(a, b)| {
-                let on: Vec<&str> = jobs
-                    .iter()
-                    .filter(|j| j.pairs.iter().any(|(x, y)| x == a && y == b))
-                    .map(|j| j.dataset)
-                    .collect();
-                format!(
-                    "{} vs {} <small>({})</small>",
-                    esc(b),
-                    esc(a),
-                    if on.is_empty() {
-                        "no dataset has both".to_string()
-                    } else {
-                        esc(&on.join(", "))
-                    }
-                )
-            })
-            .collect()
-    };
-    fact("compared leg pairs", pairs.join("; "));
+    fact("compared leg pairs", compared_pairs(o, jobs));
     s.push_str("</dl>\n");
     s.push_str(
         "<p>Each mean is over the queries in its row (a chain metric only over queries with a \

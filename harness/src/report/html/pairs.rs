@@ -12,19 +12,8 @@ use super::job::{Job, PairFiles};
 use super::page::{self, esc};
 use super::svg::{self, Row};
 use super::{format, slug, ReportOptions};
-use crate::analysis::compare::{Comparison, Verdict};
+use crate::analysis::compare::Comparison;
 use crate::store::summary::Status;
-
-fn verdict(v: &Verdict) -> &'static str {
-    match v {
-        Verdict::Identical => "identical",
-        Verdict::WithinFloor => "within floor",
-        Verdict::Moved => "moved",
-        Verdict::NotComparable => "not comparable",
-        Verdict::OnlyInA => "only in A",
-        Verdict::OnlyInB => "only in B",
-    }
-}
 
 /// The paired comparison of every pair, with its difference figure and drill-down page (the
 /// pairs are compared in parallel: each is a bootstrap and a randomization test per metric).
@@ -146,7 +135,7 @@ fn comparison(
         s,
         "<p>Verdict: <strong>{}</strong>{} · {} queries · Δ = {b} − {a} per query, paired; \
          p-values Holm-corrected over this pair's {} tests.</p>",
-        verdict(&cell.verdict),
+        cell.verdict.label(),
         cell.reason
             .as_ref()
             .map_or(String::new(), |r| format!(" ({})", esc(r))),
