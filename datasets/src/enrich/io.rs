@@ -445,17 +445,11 @@ mod tests {
     use super::super::{build, EnrichConfig};
     use super::*;
 
+    /// The graph tests' corpus, and an untitled chunk.
     fn chunks() -> Vec<(&'static str, &'static str)> {
-        vec![
-            ("Alpha", "Alpha founded Beta. Gamma and Beta merged later."),
-            ("Beta", "Beta was bought by ALPHA in 1990."),
-            (
-                "Gamma",
-                "Gamma signed Delta, then Betamax failed. Beta agreed.",
-            ),
-            ("Delta (band)", "The band toured."),
-            ("", "Alpha and Gamma, untitled."),
-        ]
+        let mut chunks = super::super::graph::tests::corpus();
+        chunks.push(("", "Alpha and Gamma, untitled."));
+        chunks
     }
 
     /// The corpus columns of `corpus_kg` and the graph files of `kg`.
