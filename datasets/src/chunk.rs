@@ -268,7 +268,7 @@ pub fn overlapping(chunks: &[Span], gold: Span) -> Vec<usize> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::rng::SplitMix64;
 
@@ -276,7 +276,9 @@ mod tests {
         Span { start, end }
     }
 
-    fn chars(size: usize, overlap: usize) -> Chunker {
+    /// A character chunker of `size` code points overlapping by `overlap` (also used by the
+    /// tests of the documents format, which chunks at read time).
+    pub(crate) fn chars(size: usize, overlap: usize) -> Chunker {
         let s = ChunkSettings {
             size,
             overlap,

@@ -141,6 +141,37 @@ pub struct Bm25Parts {
     pub post_tf: Vec<u32>,
 }
 
+/// Why persisted parts make no consistent [`Bm25Index`] ([`Bm25Index::from_parts`]): each names
+/// the first inconsistency found, in the order the checks run.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Bm25PartsError {
+    /// `offsets` is not one entry longer than `terms`.
+    #[error("offsets has {offsets} entries for {terms} terms (expected terms + 1)")]
+    OffsetsLength {
+        /// Entries of `offsets`.
+        offsets: usize,
+        /// Number of terms.
+        terms: usize,
+    },
+    /// The two postings arrays differ in length, or from the last offset.
+    #[error("postings arrays disagree with the offsets")]
+    PostingsLength,
+    /// An offset is smaller than the one before it.
+    #[error("offsets are not ascending")]
+    OffsetsNotAscending,
+    /// A term is not greater than the one before it.
+    #[error("terms are not sorted and unique")]
+    TermsNotSorted,
+    /// A posting names a chunk the corpus does not have.
+    #[error("posting names chunk {chunk} but the corpus has {chunks} chunks")]
+    ChunkOutOfRange {
+        /// The chunk the posting names.
+        chunk: u32,
+        /// Chunks in the corpus.
+        chunks: usize,
+    },
+}
+
 impl Bm25Index {
     /// Builds the index over `texts` (chunk index = position).
     pub fn build<'a>(
@@ -182,30 +213,30 @@ impl Bm25Index {
     }
 
     /// Rebuilds the index from its persisted parts, checking that they are consistent.
-    pub fn from_parts(p: Bm25Parts) -> Result<Bm25Index, String> {
+    pub fn from_parts(p: Bm25Parts) -> Result<Bm25Index, Bm25PartsError> {
         if p.offsets.len() != p.terms.len() + 1 {
-            return Err(format!(
-                "offsets has {} entries for {} terms (expected terms + 1)",
-                p.offsets.len(),
-                p.terms.len()
-            ));
+            return Err(Bm25PartsError::OffsetsLength {
+                offsets: p.offsets.len(),
+                terms: p.terms.len(),
+            });
         }
         if p.post_chunk.len() != p.post_tf.len()
             || *p.offsets.last().unwrap_or(&0) as usize != p.post_chunk.len()
         {
-            return Err("postings arrays disagree with the offsets".into());
+            return Err(Bm25PartsError::PostingsLength);
         }
         if p.offsets.windows(2).any(|w| w[0] > w[1]) {
-            return Err("offsets are not ascending".into());
+            return Err(Bm25PartsError::OffsetsNotAscending);
         }
         if p.terms.windows(2).any(|w| w[0] >= w[1]) {
-            return Err("terms are not sorted and unique".into());
+            return Err(Bm25PartsError::TermsNotSorted);
         }
         let n = p.doc_len.len();
-        if let Some(bad) = p.post_chunk.iter().find(|&&c| c as usize >= n) {
-            return Err(format!(
-                "posting names chunk {bad} but the corpus has {n} chunks"
-            ));
+        if let Some(&bad) = p.post_chunk.iter().find(|&&c| c as usize >= n) {
+            return Err(Bm25PartsError::ChunkOutOfRange {
+                chunk: bad,
+                chunks: n,
+            });
         }
         let total: u64 = p.doc_len.iter().map(|&l| l as u64).sum();
         let avgdl = if n == 0 { 0.0 } else { total as f64 / n as f64 };
@@ -443,7 +474,10 @@ mod tests {
         assert!(Bm25Index::from_parts(bad).is_err());
         let mut bad = parts.clone();
         bad.post_chunk[0] = 99;
-        assert!(Bm25Index::from_parts(bad).unwrap_err().contains("chunk 99"));
+        assert!(Bm25Index::from_parts(bad)
+            .unwrap_err()
+            .to_string()
+            .contains("chunk 99"));
         let mut bad = parts;
         bad.terms.swap(0, 1);
         assert!(Bm25Index::from_parts(bad).is_err());

@@ -82,26 +82,19 @@ pub struct Protocol {
 impl Protocol {
     /// HippoRAG 2's multi-hop protocol: `f"{title}\n{text}"` (its `main.py` builds the corpus so,
     /// and its gold passages the same way).
-    pub const TITLE_NEWLINE: Protocol = Protocol {
-        header: Header::Title,
-        joiner: Joiner::Newline,
-    };
+    pub const TITLE_NEWLINE: Protocol = Protocol::of(Header::Title, Joiner::Newline);
     /// BEIR's protocol: `(title + " " + text).strip()` (its sentence-transformers corpus encoder;
     /// Anserini's BEIR "flat" indexes concatenate the same way).
-    pub const TITLE_SPACE: Protocol = Protocol {
-        header: Header::Title,
-        joiner: Joiner::Space,
-    };
+    pub const TITLE_SPACE: Protocol = Protocol::of(Header::Title, Joiner::Space);
     /// The text alone.
-    pub const TEXT: Protocol = Protocol {
-        header: Header::None,
-        joiner: Joiner::Newline,
-    };
+    pub const TEXT: Protocol = Protocol::of(Header::None, Joiner::Newline);
     /// The dataset's own context header, then a newline, then the text.
-    pub const PUBLISHED: Protocol = Protocol {
-        header: Header::Published,
-        joiner: Joiner::Newline,
-    };
+    pub const PUBLISHED: Protocol = Protocol::of(Header::Published, Joiner::Newline);
+
+    /// The protocol of these two choices: the named protocols above read as one line each.
+    const fn of(header: Header, joiner: Joiner) -> Protocol {
+        Protocol { header, joiner }
+    }
 
     /// The short label printed in cells and matrix headers: `title+text`, `header+text` or
     /// `text`.

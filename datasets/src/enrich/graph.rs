@@ -233,12 +233,21 @@ pub fn build(chunks: &[(&str, &str)], cfg: &EnrichConfig) -> KnowledgeGraph {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
+    /// The hyperedge of `nodes` in chunk `chunk`.
+    fn hyper(chunk: u32, nodes: &[u32]) -> Hyperedge {
+        Hyperedge {
+            chunk,
+            nodes: nodes.to_vec(),
+        }
+    }
+
     /// Four passages: Alpha mentions Beta and Gamma; Beta mentions Alpha; Gamma mentions Beta and
-    /// the qualified "Delta (band)" by its short alias; Delta mentions nobody.
-    fn corpus() -> Vec<(&'static str, &'static str)> {
+    /// the qualified "Delta (band)" by its short alias; Delta mentions nobody (also the titled
+    /// chunks of the graph files' tests).
+    pub(in crate::enrich) fn corpus() -> Vec<(&'static str, &'static str)> {
         vec![
             ("Alpha", "Alpha founded Beta. Gamma and Beta merged later."),
             ("Beta", "Beta was bought by ALPHA in 1990."),
@@ -290,22 +299,10 @@ mod tests {
         assert_eq!(
             kg.hyperedges,
             vec![
-                Hyperedge {
-                    chunk: 0,
-                    nodes: vec![0, 1]
-                },
-                Hyperedge {
-                    chunk: 0,
-                    nodes: vec![1, 3]
-                },
-                Hyperedge {
-                    chunk: 1,
-                    nodes: vec![0, 1]
-                },
-                Hyperedge {
-                    chunk: 2,
-                    nodes: vec![2, 3]
-                },
+                hyper(0, &[0, 1]),
+                hyper(0, &[1, 3]),
+                hyper(1, &[0, 1]),
+                hyper(2, &[2, 3]),
             ]
         );
         let sum: f32 = kg.node_centrality.iter().sum();
@@ -335,19 +332,7 @@ mod tests {
             ("", "Alpha and Beta, untitled."),
         ];
         let kg = build(&chunks, &EnrichConfig::default());
-        assert_eq!(
-            kg.hyperedges,
-            vec![
-                Hyperedge {
-                    chunk: 0,
-                    nodes: vec![1, 3]
-                },
-                Hyperedge {
-                    chunk: 4,
-                    nodes: vec![0, 1]
-                },
-            ]
-        );
+        assert_eq!(kg.hyperedges, vec![hyper(0, &[1, 3]), hyper(4, &[0, 1]),]);
         assert_eq!(kg.chunk_title[4], None);
         assert_eq!(kg.chunk_nodes[4], vec![0, 1]);
         // untitled chunk: its two mentions co-occur (0.5); Alpha mentions Beta, Gamma, Delta (1.0)

@@ -141,13 +141,39 @@ fn check_ids(path: &Path, row: usize, column: &str, list: &[u32], n: usize) -> R
 /// mention, a chunk's `kg_node_ids` lacking its own title node, and any denormalised corpus
 /// column (`kg_reach`, `kg_community`, `kg_node_centrality`) that differs from what the graph
 /// files imply.
+///
+/// The files are read and checked one after the other in this order (nodes, the corpus titles,
+/// aliases, edges, the corpus's `kg_node_ids`, hyperedges, then the denormalised columns), so
+/// a damaged export reports the first problem in that order.
 pub fn read_kg(dir: &Path, corpus: &Columns<'_>) -> Result<KnowledgeGraph> {
-    let num_chunks = corpus.rows();
-    let cpath = corpus.path;
+    let nodes_path = dir.join(KG_FILES[0]);
+    let (nodes, node_community, node_centrality) = read_nodes(&nodes_path)?;
+    let n = nodes.len();
+    let chunk_title = chunk_titles(corpus, &nodes, &nodes_path)?;
+    let aliases = read_aliases(&dir.join(KG_FILES[1]), &nodes)?;
+    let edges = read_edges(&dir.join(KG_FILES[2]), n)?;
+    let chunk_nodes = read_chunk_nodes(corpus, n, &chunk_title)?;
+    let hyperedges = read_hyperedges(&dir.join(KG_FILES[3]), corpus.rows(), n, &chunk_nodes)?;
+    let kg = KnowledgeGraph {
+        chunk_reach: reach_of(n, &edges, &chunk_nodes),
+        nodes,
+        aliases,
+        chunk_nodes,
+        node_community,
+        node_centrality,
+        edges,
+        hyperedges,
+        chunk_title,
+    };
+    check_denormalised(corpus, &kg)?;
+    Ok(kg)
+}
 
-    // nodes
-    let path = dir.join(KG_FILES[0]);
-    let table = pq::Table::read(&path)?;
+/// The nodes file `path`: names, community labels and centralities, one row per node id. Its
+/// rows must be numbered by row, named by sorted distinct non-empty names, labelled canonically
+/// (a new community label is the next one, in node order) and hold a centrality distribution.
+fn read_nodes(path: &Path) -> Result<(Vec<String>, Vec<u32>, Vec<f32>)> {
+    let table = pq::Table::read(path)?;
     let cols = table.columns();
     let ids = cols.u32s("node")?;
     let nodes = cols.strings("name")?;
@@ -158,18 +184,18 @@ pub fn read_kg(dir: &Path, corpus: &Columns<'_>) -> Result<KnowledgeGraph> {
     for v in 0..n {
         if ids[v] as usize != v {
             return Err(err(
-                &path,
+                path,
                 v,
                 "node",
                 format!("is {}, expected the row number", ids[v]),
             ));
         }
         if nodes[v].trim().is_empty() {
-            return Err(err(&path, v, "name", "is empty"));
+            return Err(err(path, v, "name", "is empty"));
         }
         if v > 0 && nodes[v - 1] >= nodes[v] {
             return Err(err(
-                &path,
+                path,
                 v,
                 "name",
                 "names are not sorted ascending and unique",
@@ -180,7 +206,7 @@ pub fn read_kg(dir: &Path, corpus: &Columns<'_>) -> Result<KnowledgeGraph> {
             std::cmp::Ordering::Equal => next_label += 1,
             std::cmp::Ordering::Greater => {
                 return Err(err(
-                    &path,
+                    path,
                     v,
                     "community",
                     format!(
@@ -192,25 +218,34 @@ pub fn read_kg(dir: &Path, corpus: &Columns<'_>) -> Result<KnowledgeGraph> {
         }
         let c = node_centrality[v];
         if !c.is_finite() || c < 0.0 {
-            return Err(err(&path, v, "centrality", format!("is {c}")));
+            return Err(err(path, v, "centrality", format!("is {c}")));
         }
     }
     if n > 0 {
         let sum: f64 = node_centrality.iter().map(|&c| c as f64).sum();
         if (sum - 1.0).abs() > 1e-3 {
             return Err(Error::field(
-                &path,
+                path,
                 "column",
                 "centrality",
                 format!("sums to {sum}, not 1"),
             ));
         }
     }
+    Ok((nodes, node_community, node_centrality))
+}
 
-    // the corpus titles give each chunk's own node; every node is some chunk's title
+/// Each chunk's own node, from the corpus titles (`None` for an untitled chunk): a title must
+/// have a node, and every node (read from `nodes_path`) must be some chunk's title, since the
+/// nodes are exactly the distinct titles.
+fn chunk_titles(
+    corpus: &Columns<'_>,
+    nodes: &[String],
+    nodes_path: &Path,
+) -> Result<Vec<Option<u32>>> {
     let titles = corpus.strings("title")?;
-    let mut is_title = vec![false; n];
-    let mut chunk_title = Vec::with_capacity(num_chunks);
+    let mut is_title = vec![false; nodes.len()];
+    let mut chunk_title = Vec::with_capacity(corpus.rows());
     for (c, t) in titles.iter().enumerate() {
         if t.trim().is_empty() {
             chunk_title.push(None);
@@ -218,7 +253,7 @@ pub fn read_kg(dir: &Path, corpus: &Columns<'_>) -> Result<KnowledgeGraph> {
         }
         let v = nodes.binary_search(t).map_err(|_| {
             err(
-                cpath,
+                corpus.path,
                 c,
                 "title",
                 format!("`{t}` has no node in {}", KG_FILES[0]),
@@ -228,19 +263,23 @@ pub fn read_kg(dir: &Path, corpus: &Columns<'_>) -> Result<KnowledgeGraph> {
         chunk_title.push(Some(v as u32));
     }
     if let Some(v) = is_title.iter().position(|t| !t) {
-        return Err(err(&path, v, "name", "is not the title of any chunk"));
+        return Err(err(nodes_path, v, "name", "is not the title of any chunk"));
     }
+    Ok(chunk_title)
+}
 
-    // aliases
-    let path = dir.join(KG_FILES[1]);
-    let table = pq::Table::read(&path)?;
+/// The aliases file `path`: sorted distinct aliases, each one derived from its node's name (as
+/// the builder derives them), so seed search finds what the build would.
+fn read_aliases(path: &Path, nodes: &[String]) -> Result<Vec<(String, u32)>> {
+    let n = nodes.len();
+    let table = pq::Table::read(path)?;
     let cols = table.columns();
     let alias = cols.strings("alias")?;
     let alias_node = cols.u32s("node")?;
     for (r, (a, &v)) in alias.iter().zip(&alias_node).enumerate() {
         if v as usize >= n {
             return Err(err(
-                &path,
+                path,
                 r,
                 "node",
                 format!("node {v} is out of range (0..{n})"),
@@ -248,7 +287,7 @@ pub fn read_kg(dir: &Path, corpus: &Columns<'_>) -> Result<KnowledgeGraph> {
         }
         if r > 0 && alias[r - 1] >= *a {
             return Err(err(
-                &path,
+                path,
                 r,
                 "alias",
                 "aliases are not sorted ascending and unique",
@@ -256,18 +295,20 @@ pub fn read_kg(dir: &Path, corpus: &Columns<'_>) -> Result<KnowledgeGraph> {
         }
         if !title_aliases(&nodes[v as usize]).contains(a) {
             return Err(err(
-                &path,
+                path,
                 r,
                 "alias",
                 format!("`{a}` is not an alias of node {v} `{}`", nodes[v as usize]),
             ));
         }
     }
-    let aliases: Vec<(String, u32)> = alias.into_iter().zip(alias_node).collect();
+    Ok(alias.into_iter().zip(alias_node).collect())
+}
 
-    // edges
-    let path = dir.join(KG_FILES[2]);
-    let table = pq::Table::read(&path)?;
+/// The edges file `path`: `a < b`, both among the `n` nodes, sorted by unique `(a, b)`, with a
+/// positive finite weight.
+fn read_edges(path: &Path, n: usize) -> Result<Vec<(u32, u32, f32)>> {
+    let table = pq::Table::read(path)?;
     let cols = table.columns();
     let ea = cols.u32s("a")?;
     let eb = cols.u32s("b")?;
@@ -277,7 +318,7 @@ pub fn read_kg(dir: &Path, corpus: &Columns<'_>) -> Result<KnowledgeGraph> {
         let (a, b, w) = (ea[r], eb[r], ew[r]);
         if a as usize >= n {
             return Err(err(
-                &path,
+                path,
                 r,
                 "a",
                 format!("node {a} is out of range (0..{n})"),
@@ -285,7 +326,7 @@ pub fn read_kg(dir: &Path, corpus: &Columns<'_>) -> Result<KnowledgeGraph> {
         }
         if b as usize >= n {
             return Err(err(
-                &path,
+                path,
                 r,
                 "b",
                 format!("node {b} is out of range (0..{n})"),
@@ -293,18 +334,18 @@ pub fn read_kg(dir: &Path, corpus: &Columns<'_>) -> Result<KnowledgeGraph> {
         }
         if a >= b {
             return Err(err(
-                &path,
+                path,
                 r,
                 "b",
                 format!("is {b}, not greater than a = {a}"),
             ));
         }
         if r > 0 && (ea[r - 1], eb[r - 1]) >= (a, b) {
-            return Err(err(&path, r, "a", "edges are not sorted by unique (a, b)"));
+            return Err(err(path, r, "a", "edges are not sorted by unique (a, b)"));
         }
         if !w.is_finite() || w <= 0.0 {
             return Err(err(
-                &path,
+                path,
                 r,
                 "weight",
                 format!("is {w}, not a positive number"),
@@ -312,15 +353,23 @@ pub fn read_kg(dir: &Path, corpus: &Columns<'_>) -> Result<KnowledgeGraph> {
         }
         edges.push((a, b, w));
     }
+    Ok(edges)
+}
 
-    // chunk -> nodes
+/// The corpus's `kg_node_ids`, the only record of which nodes each chunk mentions: ascending,
+/// unique ids among the `n` nodes, including the chunk's own title node.
+fn read_chunk_nodes(
+    corpus: &Columns<'_>,
+    n: usize,
+    chunk_title: &[Option<u32>],
+) -> Result<Vec<Vec<u32>>> {
     let chunk_nodes = corpus.u32_lists("kg_node_ids")?;
     for (c, list) in chunk_nodes.iter().enumerate() {
-        check_ids(cpath, c, "kg_node_ids", list, n)?;
+        check_ids(corpus.path, c, "kg_node_ids", list, n)?;
         if let Some(t) = chunk_title[c] {
             if list.binary_search(&t).is_err() {
                 return Err(err(
-                    cpath,
+                    corpus.path,
                     c,
                     "kg_node_ids",
                     format!("lacks the chunk's own title node {t}"),
@@ -328,10 +377,19 @@ pub fn read_kg(dir: &Path, corpus: &Columns<'_>) -> Result<KnowledgeGraph> {
             }
         }
     }
+    Ok(chunk_nodes)
+}
 
-    // hyperedges
-    let path = dir.join(KG_FILES[3]);
-    let table = pq::Table::read(&path)?;
+/// The hyperedges file `path`: rows numbered by row, each in one of the `num_chunks` chunks,
+/// with at least two ascending unique nodes that chunk mentions (`chunk_nodes`), sorted by
+/// unique `(chunk, nodes)`.
+fn read_hyperedges(
+    path: &Path,
+    num_chunks: usize,
+    n: usize,
+    chunk_nodes: &[Vec<u32>],
+) -> Result<Vec<Hyperedge>> {
+    let table = pq::Table::read(path)?;
     let cols = table.columns();
     let hid = cols.u32s("id")?;
     let hchunk = cols.u32s("chunk")?;
@@ -340,7 +398,7 @@ pub fn read_kg(dir: &Path, corpus: &Columns<'_>) -> Result<KnowledgeGraph> {
     for (r, (chunk, nodes_r)) in hchunk.into_iter().zip(hnodes).enumerate() {
         if hid[r] as usize != r {
             return Err(err(
-                &path,
+                path,
                 r,
                 "id",
                 format!("is {}, expected the row number", hid[r]),
@@ -348,20 +406,20 @@ pub fn read_kg(dir: &Path, corpus: &Columns<'_>) -> Result<KnowledgeGraph> {
         }
         if chunk as usize >= num_chunks {
             return Err(err(
-                &path,
+                path,
                 r,
                 "chunk",
                 format!("chunk {chunk} is out of range (0..{num_chunks})"),
             ));
         }
-        check_ids(&path, r, "nodes", &nodes_r, n)?;
+        check_ids(path, r, "nodes", &nodes_r, n)?;
         if nodes_r.len() < 2 {
-            return Err(err(&path, r, "nodes", "has fewer than 2 nodes"));
+            return Err(err(path, r, "nodes", "has fewer than 2 nodes"));
         }
         let mentioned = &chunk_nodes[chunk as usize];
         if let Some(v) = nodes_r.iter().find(|v| mentioned.binary_search(v).is_err()) {
             return Err(err(
-                &path,
+                path,
                 r,
                 "nodes",
                 format!("node {v} is not among chunk {chunk}'s kg_node_ids"),
@@ -374,7 +432,7 @@ pub fn read_kg(dir: &Path, corpus: &Columns<'_>) -> Result<KnowledgeGraph> {
         if let Some(prev) = hyperedges.last() {
             if (prev.chunk, &prev.nodes) >= (h.chunk, &h.nodes) {
                 return Err(err(
-                    &path,
+                    path,
                     r,
                     "chunk",
                     "rows are not sorted by unique (chunk, nodes)",
@@ -383,20 +441,15 @@ pub fn read_kg(dir: &Path, corpus: &Columns<'_>) -> Result<KnowledgeGraph> {
         }
         hyperedges.push(h);
     }
+    Ok(hyperedges)
+}
 
-    let kg = KnowledgeGraph {
-        chunk_reach: reach_of(n, &edges, &chunk_nodes),
-        nodes,
-        aliases,
-        chunk_nodes,
-        node_community,
-        node_centrality,
-        edges,
-        hyperedges,
-        chunk_title,
-    };
-
-    // the denormalised corpus columns must be what the graph implies
+/// The denormalised corpus columns (`kg_reach`, `kg_community`, `kg_node_centrality`) must be
+/// what the graph `kg` implies: they are what the seed's consumers read per candidate, so a
+/// disagreement would make them score another graph than the one loaded.
+fn check_denormalised(corpus: &Columns<'_>, kg: &KnowledgeGraph) -> Result<()> {
+    let num_chunks = corpus.rows();
+    let cpath = corpus.path;
     let reach = corpus.u32_lists("kg_reach")?;
     if let Some(c) = (0..num_chunks).find(|&c| reach[c] != kg.chunk_reach[c]) {
         return Err(err(
@@ -437,7 +490,7 @@ pub fn read_kg(dir: &Path, corpus: &Columns<'_>) -> Result<KnowledgeGraph> {
             ),
         ));
     }
-    Ok(kg)
+    Ok(())
 }
 
 #[cfg(test)]
@@ -445,17 +498,11 @@ mod tests {
     use super::super::{build, EnrichConfig};
     use super::*;
 
+    /// The graph tests' corpus, and an untitled chunk.
     fn chunks() -> Vec<(&'static str, &'static str)> {
-        vec![
-            ("Alpha", "Alpha founded Beta. Gamma and Beta merged later."),
-            ("Beta", "Beta was bought by ALPHA in 1990."),
-            (
-                "Gamma",
-                "Gamma signed Delta, then Betamax failed. Beta agreed.",
-            ),
-            ("Delta (band)", "The band toured."),
-            ("", "Alpha and Gamma, untitled."),
-        ]
+        let mut chunks = super::super::graph::tests::corpus();
+        chunks.push(("", "Alpha and Gamma, untitled."));
+        chunks
     }
 
     /// The corpus columns of `corpus_kg` and the graph files of `kg`.

@@ -132,15 +132,21 @@ impl Default for EnrichConfig {
 
 impl EnrichConfig {
     /// Checks the values: damping must be a number in `[0, 1)`.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), EnrichConfigError> {
         if !(0.0..1.0).contains(&self.pagerank_damping) {
-            return Err(format!(
-                "pagerank_damping is {}, expected a number in [0, 1)",
-                self.pagerank_damping
-            ));
+            return Err(EnrichConfigError::PagerankDamping(self.pagerank_damping));
         }
         Ok(())
     }
+}
+
+/// An [`EnrichConfig`] value out of its range ([`EnrichConfig::validate`]).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum EnrichConfigError {
+    /// `pagerank_damping` (the value given) is not in `[0, 1)`: it is the probability that the
+    /// walk follows an edge, and at 1 nothing would teleport.
+    #[error("pagerank_damping is {0}, expected a number in [0, 1)")]
+    PagerankDamping(f64),
 }
 
 /// One hyperedge: the entity set of one sentence with two or more entities.

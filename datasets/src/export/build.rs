@@ -92,9 +92,9 @@ pub(super) fn build(
         context: "prepare config `simgraph`".into(),
         message: e.to_string(),
     })?;
-    config.enrich.validate().map_err(|message| Error::Config {
+    config.enrich.validate().map_err(|e| Error::Config {
         context: "prepare config `enrich`".into(),
-        message,
+        message: e.to_string(),
     })?;
     let mut passages = raw.passages;
     source.protocol.apply(&mut passages);

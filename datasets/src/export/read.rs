@@ -312,8 +312,8 @@ pub fn load(dir: &Path) -> Result<Export> {
         post_chunk,
         post_tf,
     };
-    let bm25 =
-        Bm25Index::from_parts(parts).map_err(|m| Error::field(&path, "postings", "chunks", m))?;
+    let bm25 = Bm25Index::from_parts(parts)
+        .map_err(|e| Error::field(&path, "postings", "chunks", e.to_string()))?;
 
     Ok(Export {
         dir: dir.to_path_buf(),

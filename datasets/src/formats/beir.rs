@@ -24,8 +24,18 @@ use crate::protocol::Protocol;
 /// `format: beir`: `corpus`, `queries`, `qrels` (one split's file).
 pub const FORMAT: Format = Format {
     name: "beir",
-    roles: &[Role::one("corpus"), Role::one("queries"), Role::one("qrels")],
-    read: |files| read(files.one("corpus"), files.one("queries"), files.one("qrels")),
+    roles: &[
+        Role::one("corpus"),
+        Role::one("queries"),
+        Role::one("qrels"),
+    ],
+    read: |files| {
+        read(
+            files.one("corpus"),
+            files.one("queries"),
+            files.one("qrels"),
+        )
+    },
     // BEIR's dense corpus encoder: `(title + " " + text).strip()`; Anserini's BEIR "flat"
     // indexes concatenate title and text the same way
     protocol: Protocol::TITLE_SPACE,
@@ -90,6 +100,7 @@ pub fn read_dir(dir: &Path, split: &str) -> Result<RawDataset> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::formats::testutil::{assert_malformed_at, field_error, gold_missing};
     use std::path::PathBuf;
 
     fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
@@ -189,10 +200,7 @@ mod tests {
             "query-id\tcorpus-id\tscore\nq1\td1\tlots\n",
         );
         let e = read(&c, &q, &bad).unwrap_err();
-        assert!(
-            matches!(&e, Error::Malformed { what, .. } if what == "TSV line 2"),
-            "{e}"
-        );
+        assert_malformed_at(&e, "TSV line 2");
     }
 
     #[test]
@@ -205,19 +213,10 @@ mod tests {
             "{\"_id\": \"d1\", \"text\": \"x\"}\n{\"_id\": \"d2\", \"title\": \"t\"}\n",
         );
         let e = read(&bad, &q, &r).unwrap_err();
-        match &e {
-            Error::Field {
-                path,
-                record,
-                field,
-                ..
-            } => {
-                assert_eq!(path, &bad);
-                assert_eq!(record, "1 (line 2, id \"d2\")");
-                assert_eq!(field, "text");
-            }
-            _ => panic!("{e}"),
-        }
+        let (path, record, field, _) = field_error(&e);
+        assert_eq!(path, &bad);
+        assert_eq!(record, "1 (line 2, id \"d2\")");
+        assert_eq!(field, "text");
         let bad = write(dir.path(), "q.jsonl", "{\"_id\": [1], \"text\": \"x\"}\n");
         let e = read(&c, &bad, &r).unwrap_err();
         assert!(
@@ -273,19 +272,10 @@ mod tests {
             "query-id\tcorpus-id\tscore\nq1\td1\t1\nq1\td9\t1\nq1\td8\t0\n",
         );
         let e = read(&c, &q, &r).unwrap_err();
-        match &e {
-            Error::GoldNotInCorpus {
-                path,
-                record,
-                field,
-                gold,
-            } => {
-                assert_eq!(path, &r);
-                assert_eq!(record, "line 3 (query \"q1\")");
-                assert_eq!(field, "corpus-id");
-                assert_eq!(gold, "\"d9\"");
-            }
-            _ => panic!("{e}"),
-        }
+        let (path, record, field, gold) = gold_missing(&e);
+        assert_eq!(path, &r);
+        assert_eq!(record, "line 3 (query \"q1\")");
+        assert_eq!(field, "corpus-id");
+        assert_eq!(gold, "\"d9\"");
     }
 }

@@ -459,23 +459,10 @@ impl SeenIds {
     }
 }
 
-/// Where the real datasets are, for the tests that read them: `$HOPBENCH_DATA`, else
-/// `shared/datasets` beside the repository, else `/work/shared/datasets`; `None` if absent.
-#[cfg(test)]
-pub(crate) fn test_data_dir() -> Option<std::path::PathBuf> {
-    use std::path::PathBuf;
-    let candidates = [
-        std::env::var_os("HOPBENCH_DATA").map(PathBuf::from),
-        Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/datasets")),
-        Some(PathBuf::from("/work/shared/datasets")),
-    ];
-    candidates.into_iter().flatten().find(|p| p.is_dir())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::formats::testutil::write;
+    use crate::formats::testutil::{assert_malformed_at, write};
 
     #[test]
     fn records_list_and_jsonl() {
@@ -501,10 +488,7 @@ mod tests {
         );
         let bad = write(&dir, "b.jsonl", "{\"x\": 1}\n{\"x\": \n");
         let e = read_records(&bad).unwrap_err();
-        assert!(
-            matches!(&e, Error::Malformed { what, .. } if what == "JSONL line 2"),
-            "{e}"
-        );
+        assert_malformed_at(&e, "JSONL line 2");
         // a lone object is a one-line JSONL file; trailing data after a list is malformed
         let obj = write(&dir, "c.json", "{\"x\": 1}");
         assert_eq!(read_records(&obj).unwrap().len(), 1);

@@ -329,6 +329,7 @@ pub fn derive(raw: RawDataset, source_name: &str) -> Result<RawDataset> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::formats::testutil::real_data_dir;
     use crate::model::Passage;
 
     fn sq(question: &str, answer: &str, gold: &[&str]) -> SubQuestion {
@@ -666,8 +667,7 @@ mod tests {
 
     #[test]
     fn real_musique_dialogues() {
-        let Some(root) = super::super::common::test_data_dir() else {
-            println!("skipped: no datasets directory");
+        let Some(root) = real_data_dir() else {
             return;
         };
         let m = root.join("musique-train100");

@@ -222,15 +222,28 @@ fn id_of(ctx: &Ctx<'_>, v: &serde_json::Value) -> Result<String> {
     }
 }
 
-fn read_documents(path: &Path) -> Result<Vec<Document>> {
-    let mut out = Vec::new();
+/// Reads the records of `path` in order, each with its context named by its id, and hands each
+/// to `each`: documents and queries are both keyed by a unique `id` (or BEIR's `_id`), and a
+/// record's id is checked before anything else of it.
+fn for_each_by_id(
+    path: &Path,
+    mut each: impl FnMut(&Ctx<'_>, String, &serde_json::Value) -> Result<()>,
+) -> Result<()> {
     let mut seen = SeenIds::default();
     for record in read_records(path)? {
         let mut ctx = Ctx::new(path, record.loc);
         let id = id_of(&ctx, &record.value)?;
         ctx.set_id(&id);
         seen.check(&ctx, "id", &id)?;
-        let root = ctx.root(&record.value);
+        each(&ctx, id, &record.value)?;
+    }
+    Ok(())
+}
+
+fn read_documents(path: &Path) -> Result<Vec<Document>> {
+    let mut out = Vec::new();
+    for_each_by_id(path, |ctx, id, value| {
+        let root = ctx.root(value);
         let title = match root.opt("title")? {
             Some(t) => t.string()?,
             None => String::new(),
@@ -251,7 +264,8 @@ fn read_documents(path: &Path) -> Result<Vec<Document>> {
             title,
             text: text.to_string(),
         });
-    }
+        Ok(())
+    })?;
     if out.is_empty() {
         return Err(super::common::no_passages(path));
     }
@@ -266,13 +280,8 @@ fn object(v: &Val<'_>) -> Result<()> {
 
 fn read_queries(path: &Path) -> Result<Vec<DocQuery>> {
     let mut out = Vec::new();
-    let mut seen = SeenIds::default();
-    for record in read_records(path)? {
-        let mut ctx = Ctx::new(path, record.loc);
-        let id = id_of(&ctx, &record.value)?;
-        ctx.set_id(&id);
-        seen.check(&ctx, "id", &id)?;
-        let text = ctx.root(&record.value).get("text")?.question()?;
+    for_each_by_id(path, |ctx, id, value| {
+        let text = ctx.root(value).get("text")?.question()?;
         out.push(DocQuery {
             id,
             text,
@@ -280,7 +289,8 @@ fn read_queries(path: &Path) -> Result<Vec<DocQuery>> {
             doc_grades: BTreeMap::new(),
             gold_spans: Vec::new(),
         });
-    }
+        Ok(())
+    })?;
     Ok(out)
 }
 
@@ -326,14 +336,18 @@ fn read_trec_qrels(path: &Path) -> Result<Vec<(usize, String, String, u32)>> {
                 ))
             }
         };
-        let rel: f64 = rel.parse().ok().filter(|r: &f64| r.is_finite()).ok_or_else(|| {
-            Error::field(
-                path,
-                format!("line {}", i + 1),
-                "relevance",
-                format!("{rel:?} is not a number"),
-            )
-        })?;
+        let rel: f64 = rel
+            .parse()
+            .ok()
+            .filter(|r: &f64| r.is_finite())
+            .ok_or_else(|| {
+                Error::field(
+                    path,
+                    format!("line {}", i + 1),
+                    "relevance",
+                    format!("{rel:?} is not a number"),
+                )
+            })?;
         let grade = super::qrels::grade_of(rel)
             .map_err(|why| Error::field(path, format!("line {}", i + 1), "relevance", why))?;
         if let Some(grade) = grade {
@@ -360,10 +374,12 @@ fn read_spans(
     for record in read_records(path)? {
         let ctx = Ctx::new(path, record.loc);
         let root = ctx.root(&record.value);
-        let map = record
-            .value
-            .as_object()
-            .ok_or_else(|| ctx.field_err("", format!("expected an object, found {}", kind(&record.value))))?;
+        let map = record.value.as_object().ok_or_else(|| {
+            ctx.field_err(
+                "",
+                format!("expected an object, found {}", kind(&record.value)),
+            )
+        })?;
         if let Some(k) = map.keys().find(|k| !SPAN_KEYS.contains(&k.as_str())) {
             return Err(ctx.field_err(
                 k,
@@ -422,7 +438,10 @@ fn read_spans(
             record: ctx.to_string(),
         };
         let list = &mut qs[q].gold_spans;
-        if !list.iter().any(|g| g.doc == gold.doc && g.span == gold.span) {
+        if !list
+            .iter()
+            .any(|g| g.doc == gold.doc && g.span == gold.span)
+        {
             list.push(gold);
         }
     }
@@ -514,8 +533,9 @@ impl DocumentSet {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chunk::{span_text, ChunkSettings, ChunkUnit};
-    use crate::formats::testutil::write;
+    use crate::chunk::span_text;
+    use crate::chunk::tests::chars;
+    use crate::formats::testutil::{assert_malformed_at, gold_missing, write};
 
     const DOCS: &str = r#"{"id": "alpha", "title": "Alpha", "text": "Alpha is a city. It lies on a river. The river is long.", "metadata": {"url": "x"}}
 {"_id": "béta", "text": "Béta ☕ is a café. Its owner is Zoë."}
@@ -556,15 +576,6 @@ mod tests {
         }
     }
 
-    fn chars(size: usize, overlap: usize) -> Chunker {
-        let s = ChunkSettings {
-            size,
-            overlap,
-            unit: ChunkUnit::Chars,
-        };
-        Chunker::new(&s, Path::new("unused"), "test").unwrap()
-    }
-
     #[test]
     fn reads_documents_queries_and_both_kinds_of_gold() {
         let f = fixture();
@@ -573,9 +584,17 @@ mod tests {
         assert_eq!(ids, ["alpha", "béta", "7"]);
         assert_eq!(set.documents[1].title, "");
         let qs: Vec<_> = set.queries.iter().map(|q| q.id.as_str()).collect();
-        assert_eq!(qs, ["q1", "q2", "q4"], "q3 has no gold; q1's qrel has relevance 0");
+        assert_eq!(
+            qs,
+            ["q1", "q2", "q4"],
+            "q3 has no gold; q1's qrel has relevance 0"
+        );
         assert_eq!(set.queries[2].gold_docs, ["7"]);
-        assert_eq!(set.queries[1].gold_spans.len(), 1, "a repeated span counts once");
+        assert_eq!(
+            set.queries[1].gold_spans.len(),
+            1,
+            "a repeated span counts once"
+        );
         let alpha = &set.documents[0].text;
         let g = &set.queries[0].gold_spans[0];
         assert_eq!(span_text(alpha, g.span), "It lies on a river.");
@@ -683,7 +702,9 @@ mod tests {
         assert_eq!(q.grade("short#00"), Some(1));
         // a fractional relevance has no grade
         let half = write(&dir, "r3.txt", "q 0 long 0.5\n");
-        let e = read(&docs, &queries, Some(&half), None).unwrap_err().to_string();
+        let e = read(&docs, &queries, Some(&half), None)
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("r3.txt") && e.contains("line 1") && e.contains("not an integer grade"),
             "{e}"
@@ -771,10 +792,7 @@ mod tests {
             "expected an object",
         );
         let e = err_with("documents", "{\"id\": \"a\", \"text\": \"x\"}\n{\"id\": \n");
-        assert!(
-            matches!(&e, Error::Malformed { what, .. } if what == "JSONL line 2"),
-            "{e}"
-        );
+        assert_malformed_at(&e, "JSONL line 2");
         let e = err_with("documents", "");
         assert!(matches!(&e, Error::Malformed { .. }), "{e}");
     }
@@ -814,20 +832,11 @@ mod tests {
             "{e}"
         );
         let e = err_with("qrels", "\n\nq4 0 nope 1\n");
-        match &e {
-            Error::GoldNotInCorpus {
-                path,
-                record,
-                field,
-                gold,
-            } => {
-                assert!(path.ends_with("bad"));
-                assert_eq!(record, "line 3 (query \"q4\")");
-                assert_eq!(field, "doc-id");
-                assert!(gold.starts_with("\"nope\""), "{gold}");
-            }
-            _ => panic!("{e}"),
-        }
+        let (path, record, field, gold) = gold_missing(&e);
+        assert!(path.ends_with("bad"));
+        assert_eq!(record, "line 3 (query \"q4\")");
+        assert_eq!(field, "doc-id");
+        assert!(gold.starts_with("\"nope\""), "{gold}");
         // a tab-separated line keeps the spaces of its ids
         let f = fixture();
         let spaced = write(
@@ -838,8 +847,13 @@ mod tests {
         let tabbed = write(&f.dir, "t.txt", "q4\t0\tLilu (myth)\t1\n");
         let set = read(&spaced, &f.queries, Some(&tabbed), None).unwrap();
         assert_eq!(set.queries[0].gold_docs, ["Lilu (myth)"]);
-        let e = read(&spaced, &f.queries, Some(&write(&f.dir, "u.txt", "q4\t\tx\t1\n")), None)
-            .unwrap_err();
+        let e = read(
+            &spaced,
+            &f.queries,
+            Some(&write(&f.dir, "u.txt", "q4\t\tx\t1\n")),
+            None,
+        )
+        .unwrap_err();
         assert!(e.to_string().contains("an empty column"), "{e}");
         // BEIR's three-column TSV with its header is accepted
         let f = fixture();
@@ -863,58 +877,27 @@ mod tests {
             )
         };
         let rec = "1 (line 2)";
-        field(
-            err_with("spans", &span("\"q1\"", "\"alpha\"", "5", "5")),
-            rec,
-            "char_end",
-            "5 must be greater than char_start (5)",
-        );
-        field(
-            err_with("spans", &span("\"q1\"", "\"alpha\"", "9", "3")),
-            rec,
-            "char_end",
-            "greater than char_start",
-        );
-        // béta has 35 code points (and more bytes: é and ☕ and ë are multi-byte)
-        field(
-            err_with("spans", &span("\"q2\"", "\"béta\"", "30", "36")),
-            rec,
-            "char_end",
-            "beyond the end of document \"béta\" (35 code points)",
-        );
-        field(
-            err_with("spans", &span("\"q2\"", "\"béta\"", "-1", "3")),
-            rec,
-            "char_start",
-            "non-negative integer",
-        );
-        field(
-            err_with("spans", &span("\"q2\"", "\"béta\"", "1.5", "3")),
-            rec,
-            "char_start",
-            "non-negative integer",
-        );
-        field(
-            err_with("spans", &span("\"q9\"", "\"béta\"", "0", "3")),
-            rec,
-            "query_id",
-            "no query \"q9\"",
-        );
-        // "Alpha is a city. " : [16, 17) is the space after the first sentence
-        field(
-            err_with("spans", &span("\"q1\"", "\"alpha\"", "16", "17")),
-            rec,
-            "char_start",
-            "only white space",
-        );
-        let e = err_with("spans", &span("\"q1\"", "\"gamma\"", "0", "3"));
-        match &e {
-            Error::GoldNotInCorpus { record, field, .. } => {
-                assert_eq!(record, rec);
-                assert_eq!(field, "doc_id");
-            }
-            _ => panic!("{e}"),
+        // a second span line with these `query_id`, `doc_id`, `char_start`, `char_end` (as JSON):
+        // the field at fault, and what its message says
+        #[rustfmt::skip]
+        let cases = [
+            ("\"q1\"", "\"alpha\"", "5", "5", "char_end", "5 must be greater than char_start (5)"),
+            ("\"q1\"", "\"alpha\"", "9", "3", "char_end", "greater than char_start"),
+            // béta has 35 code points (and more bytes: é and ☕ and ë are multi-byte)
+            ("\"q2\"", "\"béta\"", "30", "36", "char_end", "beyond the end of document \"béta\" (35 code points)"),
+            ("\"q2\"", "\"béta\"", "-1", "3", "char_start", "non-negative integer"),
+            ("\"q2\"", "\"béta\"", "1.5", "3", "char_start", "non-negative integer"),
+            ("\"q9\"", "\"béta\"", "0", "3", "query_id", "no query \"q9\""),
+            // "Alpha is a city. " : [16, 17) is the space after the first sentence
+            ("\"q1\"", "\"alpha\"", "16", "17", "char_start", "only white space"),
+        ];
+        for (q, d, start, end, at, says) in cases {
+            field(err_with("spans", &span(q, d, start, end)), rec, at, says);
         }
+        let e = err_with("spans", &span("\"q1\"", "\"gamma\"", "0", "3"));
+        let (_, record, field_name, _) = gold_missing(&e);
+        assert_eq!(record, rec);
+        assert_eq!(field_name, "doc_id");
         let e = err_with(
             "spans",
             "{\"query_id\": \"q1\", \"doc_id\": \"alpha\", \"char_start\": 0, \"char_stop\": 5}\n",
@@ -929,7 +912,12 @@ mod tests {
             "char_end",
             "missing",
         );
-        field(err_with("spans", "[1]\n"), "0", "(record)", "expected an object");
+        field(
+            err_with("spans", "[1]\n"),
+            "0",
+            "(record)",
+            "expected an object",
+        );
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! ...]` and `supporting_facts = [[title, sentence_index], ...]`, keyed passages by title, and
 //! come either with a separate corpus file or as released (the corpus is then the union of the
 //! questions' contexts). They differ only in how the corpus file is laid out, how sentences are
-//! joined, and what a question's chain and labels are: a [`Layout`] holds exactly those.
+//! joined, and what a question's chain and labels are: a [`Layout`] holds exactly those (with
+//! the format's name and protocol).
 //!
 //! Reading order, which decides which error a broken file reports first: the questions file is
 //! parsed whole; then the corpus (the corpus file, or every question's `context` in file order);
@@ -13,27 +14,49 @@
 use std::path::Path;
 
 use super::common::{push_unique, read_records, CorpusBuilder, Ctx, Record, SeenIds, Val};
+use super::{Files, Format, Role};
 use crate::error::Result;
 use crate::model::{Passage, Question, RawDataset};
+use crate::protocol::Protocol;
 
-/// What one HotpotQA-style format does its own way.
-pub(super) struct Layout {
+/// What one HotpotQA-style format does its own way; everything else, its [`Format`]
+/// ([`format`]) and its reader ([`read`]) included, is this module's.
+pub(super) trait Layout {
+    /// The format's name in campaign files ([`Format::name`]).
+    const NAME: &'static str;
+    /// What the format's published baselines index ([`Format::protocol`]).
+    const PROTOCOL: Protocol;
     /// Joins a `context` entry's sentences into the passage text (release layout).
-    pub sentence_joiner: &'static str,
+    const SENTENCE_JOINER: &'static str;
     /// Reads the corpus file into the corpus (with [`titled_passage`]).
-    pub corpus_file: fn(&Path, &mut CorpusBuilder) -> Result<()>,
+    fn corpus_file(path: &Path, builder: &mut CorpusBuilder) -> Result<()>;
     /// Completes a question (id, text and gold already set) from its record: chain and labels.
-    pub finish: fn(&Val<'_>, Question) -> Result<Question>,
+    fn finish(root: &Val<'_>, q: Question) -> Result<Question>;
+}
+
+/// The format of layout `L`: the `questions` file, and the `corpus` file when there is one.
+pub(super) const fn format<L: Layout>() -> Format {
+    Format {
+        name: L::NAME,
+        roles: &[Role::one("questions"), Role::optional("corpus")],
+        read: read_files::<L>,
+        protocol: L::PROTOCOL,
+    }
+}
+
+/// [`read`] from the role files of [`format`].
+fn read_files<L: Layout>(files: &Files) -> Result<RawDataset> {
+    read::<L>(files.one("questions"), files.optional("corpus"))
 }
 
 /// Reads `questions` (JSON list or JSONL), with the corpus file when given, else with the corpus
 /// made of the questions' contexts.
-pub(super) fn read(questions: &Path, corpus: Option<&Path>, layout: &Layout) -> Result<RawDataset> {
+pub(super) fn read<L: Layout>(questions: &Path, corpus: Option<&Path>) -> Result<RawDataset> {
     let records = read_records(questions)?;
     let mut builder = CorpusBuilder::default();
     match corpus {
         Some(path) => {
-            (layout.corpus_file)(path, &mut builder)?;
+            L::corpus_file(path, &mut builder)?;
             builder.require_some(path)?;
         }
         None => {
@@ -41,7 +64,7 @@ pub(super) fn read(questions: &Path, corpus: Option<&Path>, layout: &Layout) -> 
                 let ctx = record_ctx(questions, record)?;
                 merge_context(
                     &ctx.root(&record.value).get("context")?,
-                    layout.sentence_joiner,
+                    L::SENTENCE_JOINER,
                     &mut builder,
                 )?;
             }
@@ -59,7 +82,7 @@ pub(super) fn read(questions: &Path, corpus: Option<&Path>, layout: &Layout) -> 
         seen.check(&ctx, "_id", &id)?;
         let text = root.get("question")?.question()?;
         let gold = supporting_titles(&root.get("supporting_facts")?, &|t| builder.contains(t))?;
-        out.push((layout.finish)(&root, Question::new(id, text, gold))?);
+        out.push(L::finish(&root, Question::new(id, text, gold))?);
     }
     Ok(RawDataset {
         passages: builder.finish(),

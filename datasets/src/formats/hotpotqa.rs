@@ -25,65 +25,63 @@ use std::path::Path;
 
 use super::common::{read_object_entries, CorpusBuilder, Ctx, Val};
 use super::hotpot_style::{self, join_sentences, titled_passage, Layout};
-use super::{Format, Role};
+use super::Format;
 use crate::error::Result;
 use crate::model::{Question, RawDataset};
 use crate::protocol::Protocol;
 
 /// `format: hotpotqa`: `questions`, optional `corpus` (the HippoRAG corpus object).
-pub const FORMAT: Format = Format {
-    name: "hotpotqa",
-    roles: &[Role::one("questions"), Role::optional("corpus")],
-    read: |files| read(files.one("questions"), files.optional("corpus")),
-    // HippoRAG 2: `f"{title}\n{text}"` per passage, gold `title + "\n" + "".join(sentences)`
-    protocol: Protocol::TITLE_NEWLINE,
-};
+pub const FORMAT: Format = hotpot_style::format::<HotpotQa>();
 
 /// Read HotpotQA: `questions` (JSON list or JSONL), with the HippoRAG `corpus` object file
 /// (`{title: [sentence, ...]}`) when given, else with the corpus made of the questions' contexts.
 pub fn read(questions: &Path, corpus: Option<&Path>) -> Result<RawDataset> {
-    hotpot_style::read(
-        questions,
-        corpus,
-        &Layout {
-            sentence_joiner: "",
-            corpus_file,
-            finish,
-        },
-    )
+    hotpot_style::read::<HotpotQa>(questions, corpus)
 }
 
-/// The corpus object `{title: [sentence, ...]}`, in file order.
-fn corpus_file(path: &Path, builder: &mut CorpusBuilder) -> Result<()> {
-    for (title, value) in read_object_entries(path)? {
-        let ctx = Ctx::keyed(path, &title);
-        let text = join_sentences(&ctx.at("sentences", &value), "")?;
-        builder.push(path, titled_passage(title, text))?;
-    }
-    Ok(())
-}
+/// HotpotQA's own ways: sentences keep their leading spaces, the corpus file is an object, and
+/// the chain is unordered.
+struct HotpotQa;
 
-/// One unordered chain slot per gold title; labels `type`, `level`, `chain_order`.
-fn finish(root: &Val<'_>, mut q: Question) -> Result<Question> {
-    q.chain = Some(q.gold.iter().map(|t| vec![t.clone()]).collect());
-    let mut labels = BTreeMap::new();
-    for key in ["type", "level"] {
-        if let Some(v) = root.opt(key)? {
-            labels.insert(key.to_string(), v.string()?);
+impl Layout for HotpotQa {
+    const NAME: &'static str = "hotpotqa";
+    // HippoRAG 2: `f"{title}\n{text}"` per passage, gold `title + "\n" + "".join(sentences)`
+    const PROTOCOL: Protocol = Protocol::TITLE_NEWLINE;
+    const SENTENCE_JOINER: &'static str = "";
+
+    /// The corpus object `{title: [sentence, ...]}`, in file order.
+    fn corpus_file(path: &Path, builder: &mut CorpusBuilder) -> Result<()> {
+        for (title, value) in read_object_entries(path)? {
+            let ctx = Ctx::keyed(path, &title);
+            let text = join_sentences(&ctx.at("sentences", &value), "")?;
+            builder.push(path, titled_passage(title, text))?;
         }
+        Ok(())
     }
-    labels.insert("chain_order".to_string(), "unordered".to_string());
-    q.labels = labels;
-    Ok(q)
+
+    /// One unordered chain slot per gold title; labels `type`, `level`, `chain_order`.
+    fn finish(root: &Val<'_>, mut q: Question) -> Result<Question> {
+        q.chain = Some(q.gold.iter().map(|t| vec![t.clone()]).collect());
+        let mut labels = BTreeMap::new();
+        for key in ["type", "level"] {
+            if let Some(v) = root.opt(key)? {
+                labels.insert(key.to_string(), v.string()?);
+            }
+        }
+        labels.insert("chain_order".to_string(), "unordered".to_string());
+        q.labels = labels;
+        Ok(q)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::formats::testutil::write;
     use crate::error::Error;
+    use crate::formats::testutil::{
+        assert_malformed_at, field_error, gold_missing, real_data_dir, write,
+    };
     use serde_json::json;
-
 
     fn q1() -> serde_json::Value {
         json!({
@@ -167,10 +165,7 @@ mod tests {
         assert!(matches!(read(&qs, Some(&c)), Err(Error::Malformed { .. })));
         let qs = write(&dir, "q.jsonl", &format!("{}\nnot json\n", q1()));
         let e = read(&qs, None).unwrap_err();
-        assert!(
-            matches!(&e, Error::Malformed { what, .. } if what == "JSONL line 2"),
-            "{e}"
-        );
+        assert_malformed_at(&e, "JSONL line 2");
     }
 
     #[test]
@@ -181,19 +176,10 @@ mod tests {
         let qs = write(&dir, "q.json", &json!([q1(), q]).to_string());
         let c = write(&dir, "c.json", &corpus());
         let e = read(&qs, Some(&c)).unwrap_err();
-        match &e {
-            Error::Field {
-                path,
-                record,
-                field,
-                ..
-            } => {
-                assert_eq!(path, &qs);
-                assert_eq!(record, "1 (id \"b2\")");
-                assert_eq!(field, "supporting_facts");
-            }
-            _ => panic!("{e}"),
-        }
+        let (path, record, field, _) = field_error(&e);
+        assert_eq!(path, &qs);
+        assert_eq!(record, "1 (id \"b2\")");
+        assert_eq!(field, "supporting_facts");
         let mut q = q1();
         q["supporting_facts"][1] = json!(["MLS"]);
         let qs = write(&dir, "q2.json", &json!([q]).to_string());
@@ -205,13 +191,9 @@ mod tests {
         );
         let c2 = write(&dir, "c2.json", r#"{"X": ["a", 3]}"#);
         let e = read(&qs, Some(&c2)).unwrap_err();
-        match &e {
-            Error::Field { record, field, .. } => {
-                assert_eq!(record, "\"X\"");
-                assert_eq!(field, "sentences[1]");
-            }
-            _ => panic!("{e}"),
-        }
+        let (_, record, field, _) = field_error(&e);
+        assert_eq!(record, "\"X\"");
+        assert_eq!(field, "sentences[1]");
         let mut q = q1();
         q["context"][1][1] = json!("S plays for R.");
         let qs = write(&dir, "q3.jsonl", &q.to_string());
@@ -258,20 +240,11 @@ mod tests {
         let qs = write(&dir, "q.json", &json!([q1()]).to_string());
         let c = write(&dir, "c.json", r#"{"S": ["S plays for R."]}"#);
         let e = read(&qs, Some(&c)).unwrap_err();
-        match &e {
-            Error::GoldNotInCorpus {
-                path,
-                record,
-                field,
-                gold,
-            } => {
-                assert_eq!(path, &qs);
-                assert_eq!(record, "0 (id \"a1\")");
-                assert_eq!(field, "supporting_facts[1][0]");
-                assert_eq!(gold, "\"MLS\"");
-            }
-            _ => panic!("{e}"),
-        }
+        let (path, record, field, gold) = gold_missing(&e);
+        assert_eq!(path, &qs);
+        assert_eq!(record, "0 (id \"a1\")");
+        assert_eq!(field, "supporting_facts[1][0]");
+        assert_eq!(gold, "\"MLS\"");
         let mut q = q1();
         q["supporting_facts"][0][0] = json!("Nowhere");
         let qs = write(&dir, "q.jsonl", &q.to_string());
@@ -283,8 +256,7 @@ mod tests {
 
     #[test]
     fn real_hipporag_train100() {
-        let Some(root) = super::super::common::test_data_dir() else {
-            println!("skipped: no datasets directory");
+        let Some(root) = real_data_dir() else {
             return;
         };
         let dir = root.join("hotpotqa-train100");
@@ -336,8 +308,7 @@ mod tests {
 
     #[test]
     fn real_release_samples() {
-        let Some(root) = super::super::common::test_data_dir() else {
-            println!("skipped: no datasets directory");
+        let Some(root) = real_data_dir() else {
             return;
         };
         let d = read(&root.join("samples-10q/hotpot_example.jsonl"), None).unwrap();

@@ -56,7 +56,11 @@ pub fn read(reference: &Path, qrels: &[impl AsRef<Path>]) -> Result<RawDataset> 
     let mut seen = SeenIds::default();
     let records = read_records(reference)?;
     if records.is_empty() {
-        return Err(crate::Error::malformed(reference, "reference", "no tasks (zero records)"));
+        return Err(crate::Error::malformed(
+            reference,
+            "reference",
+            "no tasks (zero records)",
+        ));
     }
     for record in records {
         let mut ctx = Ctx::new(reference, record.loc);
@@ -175,9 +179,10 @@ pub fn document_of(document_id: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::formats::testutil::write;
+    use crate::formats::testutil::{
+        assert_malformed_at, field_error, gold_missing, real_data_dir, write,
+    };
     use serde_json::json;
-
 
     fn turn(speaker: &str, text: &str) -> serde_json::Value {
         json!({"speaker": speaker, "text": text, "metadata": {"author_type": "human"}})
@@ -302,10 +307,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let r = write(&dir, "reference.jsonl", &format!("{}{{oops\n", reference()));
         let e = read(&r, &qrels(&dir)).unwrap_err();
-        assert!(
-            matches!(&e, Error::Malformed { what, .. } if what == "JSONL line 4"),
-            "{e}"
-        );
+        assert_malformed_at(&e, "JSONL line 4");
         let r = write(&dir, "reference.jsonl", &reference());
         let bad = write(
             &dir,
@@ -313,10 +315,7 @@ mod tests {
             "query-id\tcorpus-id\tscore\nc1<::>1 plain 1\n",
         );
         let e = read(&r, &[bad]).unwrap_err();
-        assert!(
-            matches!(&e, Error::Malformed { what, .. } if what == "TSV line 2"),
-            "{e}"
-        );
+        assert_malformed_at(&e, "TSV line 2");
     }
 
     #[test]
@@ -330,19 +329,10 @@ mod tests {
         );
         let r = write(&dir, "r1.jsonl", &t.to_string());
         let e = read(&r, &[] as &[PathBuf]).unwrap_err();
-        match &e {
-            Error::Field {
-                path,
-                record,
-                field,
-                ..
-            } => {
-                assert_eq!(path, &r);
-                assert_eq!(record, "0 (line 1, id \"c9<::>1\")");
-                assert_eq!(field, "contexts[0].text");
-            }
-            _ => panic!("{e}"),
-        }
+        let (path, record, field, _) = field_error(&e);
+        assert_eq!(path, &r);
+        assert_eq!(record, "0 (line 1, id \"c9<::>1\")");
+        assert_eq!(field, "contexts[0].text");
         t["contexts"] = json!([]);
         t["input"] = json!([turn("agent", "hello")]);
         let r = write(&dir, "r2.jsonl", &t.to_string());
@@ -400,26 +390,16 @@ mod tests {
             "query-id\tcorpus-id\tscore\nc1<::>1\tnowhere-0-5\t1\n",
         );
         let e = read(&r, &[&q]).unwrap_err();
-        match &e {
-            Error::GoldNotInCorpus {
-                path,
-                record,
-                field,
-                gold,
-            } => {
-                assert_eq!(path, &q);
-                assert_eq!(record, "line 2 (query \"c1<::>1\")");
-                assert_eq!(field, "corpus-id");
-                assert_eq!(gold, "\"nowhere-0-5\"");
-            }
-            _ => panic!("{e}"),
-        }
+        let (path, record, field, gold) = gold_missing(&e);
+        assert_eq!(path, &q);
+        assert_eq!(record, "line 2 (query \"c1<::>1\")");
+        assert_eq!(field, "corpus-id");
+        assert_eq!(gold, "\"nowhere-0-5\"");
     }
 
     #[test]
     fn real_mtrag_un() {
-        let Some(root) = super::super::common::test_data_dir() else {
-            println!("skipped: no datasets directory");
+        let Some(root) = real_data_dir() else {
             return;
         };
         let d = read_dir(&root.join("mtrag-un")).unwrap();

@@ -259,9 +259,10 @@ fn parse_question(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::formats::testutil::write;
+    use crate::formats::testutil::{
+        assert_malformed_at, field_error, gold_missing, real_data_dir, write,
+    };
     use serde_json::json;
-
 
     fn para(idx: usize, title: &str, text: &str, sup: bool) -> serde_json::Value {
         json!({"idx": idx, "title": title, "paragraph_text": text, "is_supporting": sup})
@@ -389,10 +390,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let qs = write(&dir, "q.jsonl", &format!("{}\n{{\"id\": \n", q1()));
         let e = read(&qs, None).unwrap_err();
-        assert!(
-            matches!(&e, Error::Malformed { what, .. } if what == "JSONL line 2"),
-            "{e}"
-        );
+        assert_malformed_at(&e, "JSONL line 2");
         let qs = write(&dir, "q.json", &json!([q1()]).to_string());
         let c = write(&dir, "c.json", "[{\"title\": \"X\", ");
         assert!(matches!(read(&qs, Some(&c)), Err(Error::Malformed { .. })));
@@ -410,19 +408,10 @@ mod tests {
             .remove("paragraph_text");
         let qs = write(&dir, "q.jsonl", &format!("{}\n{}\n", q1(), q));
         let e = read(&qs, None).unwrap_err();
-        match &e {
-            Error::Field {
-                path,
-                record,
-                field,
-                ..
-            } => {
-                assert_eq!(path, &qs);
-                assert_eq!(record, "1 (line 2, id \"3hop1__3_4_5\")");
-                assert_eq!(field, "paragraphs[2].paragraph_text");
-            }
-            _ => panic!("{e}"),
-        }
+        let (path, record, field, _) = field_error(&e);
+        assert_eq!(path, &qs);
+        assert_eq!(record, "1 (line 2, id \"3hop1__3_4_5\")");
+        assert_eq!(field, "paragraphs[2].paragraph_text");
         let mut q = q1();
         q["paragraphs"][0]["is_supporting"] = json!("yes");
         let qs = write(&dir, "q2.jsonl", &q.to_string());
@@ -480,26 +469,16 @@ mod tests {
         let c = write(&dir, "c.json", &c.to_string());
         let qs = write(&dir, "q.json", &json!([q1()]).to_string());
         let e = read(&qs, Some(&c)).unwrap_err();
-        match &e {
-            Error::GoldNotInCorpus {
-                path,
-                record,
-                field,
-                gold,
-            } => {
-                assert_eq!(path, &qs);
-                assert_eq!(record, "0 (id \"2hop__1_2\")");
-                assert_eq!(field, "paragraphs[0]");
-                assert!(gold.contains("\"J\""));
-            }
-            _ => panic!("{e}"),
-        }
+        let (path, record, field, gold) = gold_missing(&e);
+        assert_eq!(path, &qs);
+        assert_eq!(record, "0 (id \"2hop__1_2\")");
+        assert_eq!(field, "paragraphs[0]");
+        assert!(gold.contains("\"J\""));
     }
 
     #[test]
     fn real_hipporag_train100() {
-        let Some(root) = super::super::common::test_data_dir() else {
-            println!("skipped: no datasets directory");
+        let Some(root) = real_data_dir() else {
             return;
         };
         let dir = root.join("musique-train100");
@@ -533,8 +512,7 @@ mod tests {
 
     #[test]
     fn real_release_samples() {
-        let Some(root) = super::super::common::test_data_dir() else {
-            println!("skipped: no datasets directory");
+        let Some(root) = real_data_dir() else {
             return;
         };
         let d = read(&root.join("samples-10q/musique_example.jsonl"), None).unwrap();

@@ -56,6 +56,7 @@ pub fn pool(parts: Vec<(String, RawDataset)>) -> RawDataset {
 mod tests {
     use super::super::{common, hotpotqa, musique};
     use super::*;
+    use crate::formats::testutil::real_data_dir;
     use crate::model::{Passage, Question, SubQuestion};
 
     fn part(tag: &str) -> RawDataset {
@@ -125,8 +126,7 @@ mod tests {
 
     #[test]
     fn pool_real_sets() {
-        let Some(root) = common::test_data_dir() else {
-            println!("skipped: no datasets directory");
+        let Some(root) = real_data_dir() else {
             return;
         };
         let m = root.join("musique-train100");

@@ -183,7 +183,7 @@ impl<'a> Judgements<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::formats::testutil::write;
+    use crate::formats::testutil::{assert_malformed_at, gold_missing, write};
 
     #[test]
     fn qrels_parse() {
@@ -206,10 +206,7 @@ mod tests {
         );
         let p = write(&dir, "r.tsv", "query-id\tcorpus-id\tscore\nq1\td1\n");
         let e = read_qrels(&p).unwrap_err();
-        assert!(
-            matches!(&e, Error::Malformed { what, .. } if what == "TSV line 2"),
-            "{e}"
-        );
+        assert_malformed_at(&e, "TSV line 2");
         let p = write(&dir, "s.tsv", "q1\td1\tx\n");
         assert!(matches!(read_qrels(&p), Err(Error::Malformed { .. })));
     }
@@ -369,20 +366,11 @@ mod tests {
                 in_corpus,
             )
             .unwrap_err();
-        match &e {
-            Error::GoldNotInCorpus {
-                path,
-                record,
-                field,
-                gold,
-            } => {
-                assert_eq!(path, Path::new("b.tsv"));
-                assert_eq!(record, "line 3 (query \"q1\")");
-                assert_eq!(field, "corpus-id");
-                assert_eq!(gold, "\"d9\"");
-            }
-            _ => panic!("{e}"),
-        }
+        let (path, record, field, gold) = gold_missing(&e);
+        assert_eq!(path, Path::new("b.tsv"));
+        assert_eq!(record, "line 3 (query \"q1\")");
+        assert_eq!(field, "corpus-id");
+        assert_eq!(gold, "\"d9\"");
     }
 
     #[test]

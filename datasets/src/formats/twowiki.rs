@@ -38,73 +38,70 @@ use std::path::Path;
 
 use super::common::{read_records, CorpusBuilder, Ctx, Val};
 use super::hotpot_style::{self, titled_passage, Layout};
-use super::{Format, Role};
+use super::Format;
 use crate::error::Result;
 use crate::model::{Question, RawDataset};
 use crate::protocol::Protocol;
 
 /// `format: twowiki`: `questions`, optional `corpus` (a list of `{title, text}`).
-pub const FORMAT: Format = Format {
-    name: "twowiki",
-    roles: &[Role::one("questions"), Role::optional("corpus")],
-    read: |files| read(files.one("questions"), files.optional("corpus")),
-    // HippoRAG 2: `f"{title}\n{text}"` per passage, gold `title + "\n" + " ".join(sentences)`
-    protocol: Protocol::TITLE_NEWLINE,
-};
+pub const FORMAT: Format = hotpot_style::format::<TwoWiki>();
 
 /// Read 2WikiMultihopQA v1.1: `questions` (JSON list or JSONL), with a `corpus` file (list of
 /// `{title, text}`) when given, else with the corpus made of the questions' contexts.
 pub fn read(questions: &Path, corpus: Option<&Path>) -> Result<RawDataset> {
-    hotpot_style::read(
-        questions,
-        corpus,
-        &Layout {
-            sentence_joiner: " ",
-            corpus_file,
-            finish,
-        },
-    )
+    hotpot_style::read::<TwoWiki>(questions, corpus)
 }
 
-/// The corpus list `[{title, text}, ...]`, in file order.
-fn corpus_file(path: &Path, builder: &mut CorpusBuilder) -> Result<()> {
-    for record in read_records(path)? {
-        let ctx = Ctx::new(path, record.loc);
-        let root = ctx.root(&record.value);
-        let title = root.get("title")?.string()?;
-        let text = root.get("text")?.string()?;
-        builder.push(path, titled_passage(title, text))?;
-    }
-    Ok(())
-}
+/// 2Wiki's own ways: sentences joined with a space, the corpus file is a list of records, and
+/// the chain comes from `evidences`.
+struct TwoWiki;
 
-/// The chain from `evidences`; labels `type`, `chain_order` (with a chain), `chain_fallback`.
-fn finish(root: &Val<'_>, mut q: Question) -> Result<Question> {
-    let (chain, fallback) = chain(&root.get("evidences")?, &q.gold)?;
-    let mut labels = BTreeMap::new();
-    let kind = match root.opt("type")? {
-        Some(v) => {
-            let t = v.string()?;
-            labels.insert("type".to_string(), t.clone());
-            t
+impl Layout for TwoWiki {
+    const NAME: &'static str = "twowiki";
+    // HippoRAG 2: `f"{title}\n{text}"` per passage, gold `title + "\n" + " ".join(sentences)`
+    const PROTOCOL: Protocol = Protocol::TITLE_NEWLINE;
+    const SENTENCE_JOINER: &'static str = " ";
+
+    /// The corpus list `[{title, text}, ...]`, in file order.
+    fn corpus_file(path: &Path, builder: &mut CorpusBuilder) -> Result<()> {
+        for record in read_records(path)? {
+            let ctx = Ctx::new(path, record.loc);
+            let root = ctx.root(&record.value);
+            let title = root.get("title")?.string()?;
+            let text = root.get("text")?.string()?;
+            builder.push(path, titled_passage(title, text))?;
         }
-        None => String::new(),
-    };
-    if chain.is_some() {
-        let order = match kind.as_str() {
-            "compositional" | "inference" => "ordered",
-            "comparison" => "unordered",
-            "bridge_comparison" => "partial",
-            _ => "as_published",
+        Ok(())
+    }
+
+    /// The chain from `evidences`; labels `type`, `chain_order` (with a chain), `chain_fallback`.
+    fn finish(root: &Val<'_>, mut q: Question) -> Result<Question> {
+        let (chain, fallback) = chain(&root.get("evidences")?, &q.gold)?;
+        let mut labels = BTreeMap::new();
+        let kind = match root.opt("type")? {
+            Some(v) => {
+                let t = v.string()?;
+                labels.insert("type".to_string(), t.clone());
+                t
+            }
+            None => String::new(),
         };
-        labels.insert("chain_order".to_string(), order.to_string());
+        if chain.is_some() {
+            let order = match kind.as_str() {
+                "compositional" | "inference" => "ordered",
+                "comparison" => "unordered",
+                "bridge_comparison" => "partial",
+                _ => "as_published",
+            };
+            labels.insert("chain_order".to_string(), order.to_string());
+        }
+        if fallback > 0 {
+            labels.insert("chain_fallback".to_string(), fallback.to_string());
+        }
+        q.chain = chain;
+        q.labels = labels;
+        Ok(q)
     }
-    if fallback > 0 {
-        labels.insert("chain_fallback".to_string(), fallback.to_string());
-    }
-    q.chain = chain;
-    q.labels = labels;
-    Ok(q)
 }
 
 /// The chain from `evidences` (see the module docs), and how many slots fell back.
@@ -162,10 +159,9 @@ fn chain(evidences: &Val<'_>, gold: &[String]) -> Result<(Option<Vec<Vec<String>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::formats::testutil::write;
     use crate::error::Error;
+    use crate::formats::testutil::{field_error, gold_missing, real_data_dir, write};
     use serde_json::json;
-
 
     fn compositional() -> serde_json::Value {
         json!({
@@ -309,20 +305,11 @@ mod tests {
         q.as_object_mut().unwrap().remove("evidences");
         let qs = write(&dir, "q.jsonl", &format!("{}\n{}\n", compositional(), q));
         let e = read(&qs, None).unwrap_err();
-        match &e {
-            Error::Field {
-                path,
-                record,
-                field,
-                message,
-            } => {
-                assert_eq!(path, &qs);
-                assert_eq!(record, "1 (line 2, id \"b2\")");
-                assert_eq!(field, "evidences");
-                assert_eq!(message, "missing");
-            }
-            _ => panic!("{e}"),
-        }
+        let (path, record, field, message) = field_error(&e);
+        assert_eq!(path, &qs);
+        assert_eq!(record, "1 (line 2, id \"b2\")");
+        assert_eq!(field, "evidences");
+        assert_eq!(message, "missing");
         let mut q = compositional();
         q["evidences"][1] = json!(["E", "date of death"]);
         let qs = write(&dir, "q2.jsonl", &q.to_string());
@@ -373,25 +360,15 @@ mod tests {
         let c = write(&dir, "c.json", &c.to_string());
         let qs = write(&dir, "q.json", &json!([compositional()]).to_string());
         let e = read(&qs, Some(&c)).unwrap_err();
-        match &e {
-            Error::GoldNotInCorpus {
-                record,
-                field,
-                gold,
-                ..
-            } => {
-                assert_eq!(record, "0 (id \"c1\")");
-                assert_eq!(field, "supporting_facts[1][0]");
-                assert_eq!(gold, "\"E\"");
-            }
-            _ => panic!("{e}"),
-        }
+        let (_, record, field, gold) = gold_missing(&e);
+        assert_eq!(record, "0 (id \"c1\")");
+        assert_eq!(field, "supporting_facts[1][0]");
+        assert_eq!(gold, "\"E\"");
     }
 
     #[test]
     fn real_corpus_and_kag_questions() {
-        let Some(root) = super::super::common::test_data_dir() else {
-            println!("skipped: no datasets directory");
+        let Some(root) = real_data_dir() else {
             return;
         };
         let dir = root.join("2wiki-corpus");
@@ -427,8 +404,7 @@ mod tests {
 
     #[test]
     fn real_release_samples_match_the_corpus_texts() {
-        let Some(root) = super::super::common::test_data_dir() else {
-            println!("skipped: no datasets directory");
+        let Some(root) = real_data_dir() else {
             return;
         };
         let d = read(&root.join("samples-10q/wiki_example.jsonl"), None).unwrap();
