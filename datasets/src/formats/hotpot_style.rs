@@ -34,11 +34,15 @@ pub(super) trait Layout {
     fn finish(root: &Val<'_>, q: Question) -> Result<Question>;
 }
 
-/// The format of layout `L`: the `questions` file, and the `corpus` file when there is one.
+/// The `files:` roles of every HotpotQA-style format: the `questions` file, and the `corpus`
+/// file when there is one.
+const ROLES: &[Role] = &[Role::one("questions"), Role::optional("corpus")];
+
+/// The format of layout `L`.
 pub(super) const fn format<L: Layout>() -> Format {
     Format {
         name: L::NAME,
-        roles: &[Role::one("questions"), Role::optional("corpus")],
+        roles: ROLES,
         read: read_files::<L>,
         protocol: L::PROTOCOL,
     }

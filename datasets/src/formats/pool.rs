@@ -54,7 +54,7 @@ pub fn pool(parts: Vec<(String, RawDataset)>) -> RawDataset {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{common, hotpotqa, musique};
+    use super::super::{hotpotqa, musique};
     use super::*;
     use crate::formats::testutil::real_data_dir;
     use crate::model::{Passage, Question, SubQuestion};
