@@ -127,6 +127,21 @@ pub struct Comparison {
     pub cells: Vec<CellComparison>,
 }
 
+/// The metrics a cell measured: its recall cut-offs' and its campaign's extra measures'.
+fn cell_metric_names(c: &CellSummary) -> Vec<String> {
+    metric_names(&c.inputs.recall_k, &c.inputs.measures)
+}
+
+/// The metrics both cells measured, in `x`'s order: a campaign's extra measures (`metrics:`)
+/// are compared where both runs have them, and the rest of the cells still compare.
+fn shared_metric_names(x: &CellSummary, y: &CellSummary) -> Vec<String> {
+    let theirs = cell_metric_names(y);
+    cell_metric_names(x)
+        .into_iter()
+        .filter(|n| theirs.contains(n))
+        .collect()
+}
+
 fn not_comparable(a: &CellSummary, b: &CellSummary) -> Option<String> {
     if a.status != Status::Ok || b.status != Status::Ok {
         return Some(format!("status {:?} vs {:?}", a.status, b.status));
@@ -235,10 +250,10 @@ fn compare_cell(
     if out.reason.is_some() {
         return Ok(out);
     }
-    let names = metric_names(&x.inputs.recall_k);
+    let names = shared_metric_names(x, y);
     for (side, dir, cell) in [("A", ra, x), ("B", rb, y)] {
         let paths = CellPaths::new(dir, &cell.dataset, &cell.leg);
-        if let Err(why) = verify_cell(cell, &paths, &names) {
+        if let Err(why) = verify_cell(cell, &paths, &cell_metric_names(cell)) {
             out.reason = Some(format!("{side}'s cell is not trusted: {why}"));
             return Ok(out);
         }
@@ -356,9 +371,9 @@ pub fn compare_legs_by(
     if let Some(reason) = not_comparable(&x, &y) {
         anyhow::bail!("{dataset}: {a} and {b} are not comparable: {reason}");
     }
-    let names = metric_names(&x.inputs.recall_k);
+    let names = shared_metric_names(&x, &y);
     for (leg, cell) in [(a, &x), (b, &y)] {
-        verify_cell(cell, &paths(leg), &names)
+        verify_cell(cell, &paths(leg), &cell_metric_names(cell))
             .map_err(|why| anyhow::anyhow!("{dataset} x {leg}: cell not trusted: {why}"))?;
     }
     let (ids_a, va) = read_records(&paths(a).records, &names)?;

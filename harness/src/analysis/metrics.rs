@@ -722,9 +722,12 @@ impl std::fmt::Debug for At {
     }
 }
 
-/// What a run measures per query, in report order, given the campaign's `recall_k`.
-pub fn measured(recall_k: &[usize]) -> Vec<At> {
-    METRICS
+/// What a run measures per query, in report order: every row of [`METRICS`] at its cut-offs
+/// (the campaign's `recall_k` for recall), then `extra`, the campaign's own `metrics:` as
+/// [`extra_measures`] names them, each once. A name that does not parse measures nothing (a
+/// campaign's are checked when it loads, and a summary's are sealed with it).
+pub fn measured(recall_k: &[usize], extra: &[String]) -> Vec<At> {
+    let mut out: Vec<At> = METRICS
         .iter()
         .flat_map(|metric| {
             let cuts = match metric.cuts {
@@ -733,21 +736,41 @@ pub fn measured(recall_k: &[usize]) -> Vec<At> {
             };
             cuts.iter().map(move |&k| At::new(metric, k))
         })
-        .collect()
+        .collect();
+    for at in extra.iter().filter_map(|name| At::parse(name).ok()) {
+        if !out.iter().any(|o| o.name() == at.name()) {
+            out.push(at);
+        }
+    }
+    out
+}
+
+/// The campaign's `metrics:` list as the measures it adds to every cell: each parsed in any
+/// spelling `hopbench eval -m` reads, named as hopbench names it ([`At::name`]), without the
+/// ones every cell measures anyway, in the list's order. An entry that is not a measure is an
+/// error naming it.
+pub fn extra_measures(recall_k: &[usize], listed: &[String]) -> Result<Vec<String>, String> {
+    let always: Vec<String> = measured(recall_k, &[]).iter().map(At::name).collect();
+    Ok(At::parse_list(listed)?
+        .iter()
+        .map(At::name)
+        .filter(|n| !always.contains(n))
+        .collect())
 }
 
 /// What `hopbench eval` measures from a run and qrels: the rows of [`measured`] that need no
 /// corpus documents and no chain ([`Metric::qrels_only`]).
 pub fn measured_from_qrels(recall_k: &[usize]) -> Vec<At> {
-    measured(recall_k)
+    measured(recall_k, &[])
         .into_iter()
         .filter(|m| m.metric.qrels_only)
         .collect()
 }
 
-/// The matrix table's metric columns, in order, each with its CI flag.
-pub fn matrix_columns() -> Vec<(At, bool)> {
-    METRICS
+/// The matrix table's metric columns, in order, each with its CI flag: the table's own, then
+/// `extra` (the campaign's `metrics:`, [`extra_measures`]) with their CIs.
+pub fn matrix_columns(extra: &[String]) -> Vec<(At, bool)> {
+    let mut out: Vec<(At, bool)> = METRICS
         .iter()
         .flat_map(|metric| {
             metric
@@ -755,7 +778,13 @@ pub fn matrix_columns() -> Vec<(At, bool)> {
                 .iter()
                 .map(move |c| (At::new(metric, c.k), c.ci))
         })
-        .collect()
+        .collect();
+    for at in extra.iter().filter_map(|name| At::parse(name).ok()) {
+        if !out.iter().any(|(o, _)| o.name() == at.name()) {
+            out.push((at, true));
+        }
+    }
+    out
 }
 
 /// The metrics of a budget curve, in order.
@@ -1057,7 +1086,7 @@ mod tests {
             graded: None,
             level: 1,
         };
-        measured(&[1, 2, 5, 10, 20])
+        measured(&[1, 2, 5, 10, 20], &[])
             .iter()
             .map(|m| (m.name(), m.score(&q)))
             .collect()
@@ -1176,7 +1205,10 @@ mod tests {
 
     #[test]
     fn views_derive_the_published_names_and_columns() {
-        let names: Vec<String> = measured(&[1, 2, 5, 10, 20]).iter().map(At::name).collect();
+        let names: Vec<String> = measured(&[1, 2, 5, 10, 20], &[])
+            .iter()
+            .map(At::name)
+            .collect();
         assert_eq!(
             names,
             [
@@ -1193,7 +1225,7 @@ mod tests {
                 "full_chain_hit@10"
             ]
         );
-        let columns: Vec<(String, String, bool)> = matrix_columns()
+        let columns: Vec<(String, String, bool)> = matrix_columns(&[])
             .iter()
             .map(|(m, ci)| (m.name(), m.label(), *ci))
             .collect();
@@ -1225,7 +1257,7 @@ mod tests {
         let from_qrels: Vec<String> = measured_from_qrels(&[1, 10]).iter().map(At::name).collect();
         assert_eq!(from_qrels, ["recall@1", "recall@10", "ndcg@10", "mrr@10"]);
         // a campaign's recall k list only changes the recall row
-        let few: Vec<String> = measured(&[3]).iter().map(At::name).collect();
+        let few: Vec<String> = measured(&[3], &[]).iter().map(At::name).collect();
         assert_eq!(few[0], "recall@3");
         assert_eq!(few.len(), 7);
         // names, headers and aliases each name one row (in any case)

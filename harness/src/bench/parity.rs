@@ -146,7 +146,7 @@ fn run_path(leg: &dyn Leg, export: &Export, recall_k: &[usize], repeat: usize) -
         run.gate
             .push(r.diagnostics.get("gate_fired").map(|&v| v > 0.5));
         for (name, v) in
-            crate::pipeline::evaluate::evaluate(export, &export.queries[q], &s, recall_k)
+            crate::pipeline::evaluate::evaluate(export, &export.queries[q], &s, recall_k, &[])
         {
             run.metrics.entry(name).or_default().push(v);
         }
@@ -368,7 +368,7 @@ fn metric_parity(
     stats: &StatsConfig,
 ) -> Vec<MetricParity> {
     let mut ms = Vec::new();
-    for col in metrics::measured(recall_k) {
+    for col in metrics::measured(recall_k, &[]) {
         let name = col.name();
         let (Some(a), Some(b)) = (exact.metrics.get(&name), served.metrics.get(&name)) else {
             continue;

@@ -43,7 +43,8 @@ impl CellState {
 /// The state of every planned cell ([`matrix::planned_cells`]), in plan order.
 pub fn cells(campaign: &Campaign, s: &MatrixSettings) -> Result<Vec<(String, String, CellState)>> {
     let contract = Contract::current();
-    let names = crate::pipeline::evaluate::metric_names(&campaign.recall_k);
+    let names =
+        crate::pipeline::evaluate::metric_names(&campaign.recall_k, &campaign.extra_measures());
     let mut out = Vec::new();
     let mut loaded: Option<(String, Option<export::Export>)> = None;
     for (dataset, leg) in matrix::planned_cells(s) {

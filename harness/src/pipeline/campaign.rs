@@ -337,6 +337,11 @@ pub struct Campaign {
     /// k values of recall@k.
     #[serde(default = "default_k")]
     pub recall_k: Vec<usize>,
+    /// Measures every cell adds to the default set (any spelling `hopbench eval -m` reads:
+    /// `AP`, `P@5`, `nDCG@20`, `map_cut.100`, ...), each a column of the matrix with its CI.
+    /// Absent: the default set alone, so no cell key moves.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub metrics: Vec<String>,
     /// Token budgets of the budget curves.
     #[serde(default = "default_budgets")]
     pub budgets: Vec<u64>,
@@ -408,6 +413,12 @@ impl DatasetSpec {
 }
 
 impl Campaign {
+    /// The measures `metrics:` adds to every cell, as hopbench names them
+    /// ([`crate::analysis::metrics::extra_measures`]; checked when the campaign loads).
+    pub fn extra_measures(&self) -> Vec<String> {
+        crate::analysis::metrics::extra_measures(&self.recall_k, &self.metrics).unwrap_or_default()
+    }
+
     /// The protocol dataset `name` is indexed under ([`crate::pipeline::protocol::of`]), or why it has
     /// none; `name` and the datasets it references exist (checked when the campaign loads).
     pub fn protocol(&self, name: &str) -> Result<hopbench_datasets::protocol::Protocol, String> {
@@ -475,6 +486,9 @@ impl Campaign {
     fn validate(&self) -> Result<()> {
         if self.recall_k.is_empty() || self.recall_k.contains(&0) {
             bail!("field `recall_k`: needs at least one k, each >= 1");
+        }
+        if let Err(e) = crate::analysis::metrics::extra_measures(&self.recall_k, &self.metrics) {
+            bail!("field `metrics`: {e}");
         }
         if self.budgets.is_empty() || self.budgets.contains(&0) {
             bail!("field `budgets`: needs at least one budget, each >= 1");

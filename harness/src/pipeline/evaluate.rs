@@ -14,10 +14,11 @@ use crate::analysis::metrics;
 /// The cut-off of `tokens@10`: the prefix the @10 metrics read.
 pub const CUT: usize = 10;
 
-/// Names of the quality metrics, in report order, for a given recall k list (the summary's
-/// keys and the records' columns; [`evaluate`] fills exactly these).
-pub fn metric_names(recall_k: &[usize]) -> Vec<String> {
-    metrics::measured(recall_k)
+/// Names of the quality metrics, in report order, for a given recall k list and the
+/// campaign's extra measures (the summary's keys and the records' columns; [`evaluate`] fills
+/// exactly these).
+pub fn metric_names(recall_k: &[usize], extra: &[String]) -> Vec<String> {
+    metrics::measured(recall_k, extra)
         .iter()
         .map(|m| m.name())
         .collect()
@@ -91,14 +92,15 @@ pub struct QueryResult {
 }
 
 /// Evaluates `selection` for query `q` of `export`: every metric of
-/// [`metrics::measured`]`(recall_k)`, keyed by [`metric_names`].
+/// [`metrics::measured`]`(recall_k, extra)`, keyed by [`metric_names`].
 pub fn evaluate(
     export: &Export,
     q: &QueryRecord,
     selection: &Selection,
     recall_k: &[usize],
+    extra: &[String],
 ) -> BTreeMap<String, Option<f64>> {
-    score(export, q, selection, &metrics::measured(recall_k))
+    score(export, q, selection, &metrics::measured(recall_k, extra))
 }
 
 /// The values of `which` for `selection` of query `q`, keyed by metric name.

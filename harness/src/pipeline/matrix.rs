@@ -261,6 +261,7 @@ pub fn cell_inputs(
         query_set: export.map(|e| e.query_set_hash(&e.evaluated(s.limit))),
         limit: s.limit,
         recall_k: campaign.recall_k.clone(),
+        measures: campaign.extra_measures(),
         breakdown_labels: campaign.breakdown_labels.clone(),
         ci: campaign.stats.clone(),
         code_version: cache::code_version().to_string(),
@@ -293,7 +294,7 @@ fn cached_cell(
     match summary::read_summary(&paths.summary) {
         Err(e) => not_trusted(format!("{e:#}")),
         Ok(prev) if prev.key == key && prev.status != Status::Error => {
-            let names = evaluate::metric_names(&campaign.recall_k);
+            let names = evaluate::metric_names(&campaign.recall_k, &campaign.extra_measures());
             match summary::verify_cell(&prev, paths, &names) {
                 Ok(()) => {
                     // a cell without numbers is reported as what it is, not as cached work
@@ -555,7 +556,7 @@ fn run_cell(
         &head.protocol,
         key,
         inputs,
-        &evaluate::metric_names(&campaign.recall_k),
+        &evaluate::metric_names(&campaign.recall_k, &campaign.extra_measures()),
         &results,
         timing,
     );
@@ -606,6 +607,7 @@ fn query_result(
 ) -> Result<QueryResult, evaluate::QueryFailure> {
     let input = QueryInput::from_export(export, q);
     let rec = &export.queries[q];
+    let extra = &campaign.extra_measures();
     let fail = |e: LegError| evaluate::QueryFailure::of(&rec.id, &e);
     // the timed span includes an external engine's round trip
     let t0 = Instant::now();
@@ -621,7 +623,7 @@ fn query_result(
     });
     Ok(QueryResult {
         id: rec.id.clone(),
-        metrics: evaluate::evaluate(export, rec, &selection, &campaign.recall_k),
+        metrics: evaluate::evaluate(export, rec, &selection, &campaign.recall_k, extra),
         tokens_selected: selection.tokens,
         tokens_at_10: evaluate::tokens_of_prefix(export, &selection, evaluate::CUT),
         selected: selection.chunks.len(),
@@ -673,7 +675,7 @@ fn write_computed(
         &paths.run,
         &trec::run_text(export, &ids, &ranked, &format!("hopbench-{}", head.leg)),
     )?;
-    let names = evaluate::metric_names(&campaign.recall_k);
+    let names = evaluate::metric_names(&campaign.recall_k, &campaign.extra_measures());
     summary::write_records(&paths.records, &names, &campaign.breakdown_labels, results)?;
     if let Some(t) = cell.timing.as_mut() {
         t.files = Some(summary::FileHashes::of(paths)?);

@@ -51,13 +51,13 @@ pub fn graded_datasets(cells: &[CellSummary]) -> Vec<&str> {
 }
 
 /// The table of `cells`, one row per cell; the metric columns are
-/// [`metrics::matrix_columns`]. A line above it names what each dataset indexes (its
+/// [`metrics::matrix_columns`] with the cells' extra measures. A line above it names what each dataset indexes (its
 /// protocol): numbers of two protocols are not comparable; where some dataset's judgements
 /// carry grades, a second line names the datasets whose nDCG takes the grade as the gain (every
 /// other nDCG is binary, and a graded nDCG is comparable with trec_eval's `ndcg_cut`, not with
 /// a binary one).
 pub fn matrix_table(cells: &[CellSummary]) -> String {
-    let columns = metrics::matrix_columns();
+    let columns = metrics::matrix_columns(&crate::store::summary::extra_measures(cells));
     let mut out = String::new();
     let indexed = protocols(cells);
     if !indexed.is_empty() {
@@ -224,7 +224,11 @@ pub fn trusted_summaries(results: &Path) -> Result<Vec<CellSummary>> {
     let mut untrusted = 0;
     for cell in cells {
         let paths = CellPaths::new(results, &cell.dataset, &cell.leg);
-        match verify_cell(&cell, &paths, &metric_names(&cell.inputs.recall_k)) {
+        match verify_cell(
+            &cell,
+            &paths,
+            &metric_names(&cell.inputs.recall_k, &cell.inputs.measures),
+        ) {
             Ok(()) => out.push(cell),
             Err(why) => {
                 eprintln!("warning: cell not trusted, left out ({why})");

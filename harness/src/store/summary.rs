@@ -84,6 +84,10 @@ pub struct CellInputs {
     pub limit: Option<usize>,
     /// recall@k cut-offs.
     pub recall_k: Vec<usize>,
+    /// The campaign's extra measures (`metrics:`, as hopbench names them); absent when it has
+    /// none, so those cells' keys are what they were.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub measures: Vec<String>,
     /// Dataset labels the breakdowns group on.
     pub breakdown_labels: Vec<String>,
     /// Bootstrap settings of the CIs.
@@ -92,6 +96,18 @@ pub struct CellInputs {
     pub code_version: String,
     /// The determinism contract.
     pub contract: Contract,
+}
+
+/// The extra measures (`metrics:`) the cells measured, each once, in the order the cells name
+/// them: the columns a table of these cells adds to the default ones.
+pub fn extra_measures<'a>(cells: impl IntoIterator<Item = &'a CellSummary>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for m in cells.into_iter().flat_map(|c| &c.inputs.measures) {
+        if !out.contains(m) {
+            out.push(m.clone());
+        }
+    }
+    out
 }
 
 /// nDCG's gain where it is not binary ([`CellInputs::gain`]).

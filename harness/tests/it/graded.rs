@@ -157,3 +157,97 @@ fn graded_qrels_give_graded_ndcg_and_say_so_binary_qrels_stay_binary() {
         qrels
     );
 }
+
+/// The campaign's `metrics:` adds measures to every cell (in any spelling `eval -m` reads),
+/// named as hopbench names them, each a matrix column with its CI; a campaign without it keeps
+/// its cell keys; an entry that is not a measure is refused naming the field.
+#[test]
+fn a_campaigns_metrics_add_measures_to_every_cell_and_a_column_to_the_matrix() {
+    let env = setup();
+    let args = [
+        "run-matrix",
+        "--threads",
+        "1",
+        "--no-curves",
+        "--no-report",
+        "--data-dir",
+        "data",
+        "--datasets",
+        "g",
+    ];
+    env.ok(&args);
+    let plain = env.summary("results", "g", "mine");
+    assert!(plain["inputs"].get("measures").is_none(), "{plain}");
+    assert!(plain["metrics"].get("AP").is_none(), "{plain}");
+
+    let campaign = env.path().join("campaign.yaml");
+    let text = std::fs::read_to_string(&campaign).unwrap();
+    // `recall@10` is measured anyway: listed, it adds nothing
+    let with = text.replace(
+        "legs:\n",
+        "metrics: [map, P.1, ndcg_cut.3, recall@10]\nlegs:\n",
+    );
+    std::fs::write(&campaign, &with).unwrap();
+    let out = env.ok(&args);
+    let g = env.summary("results", "g", "mine");
+    assert_eq!(
+        g["inputs"]["measures"],
+        serde_json::json!(["AP", "P@1", "ndcg@3"]),
+        "{g}"
+    );
+    assert_ne!(g["key"], plain["key"], "the measures are part of the key");
+    // by hand (ranking q1 d2, d3, d1 with d1 grade 3, d2 grade 1; q2 d5, d4 both relevant):
+    // AP q1 = (1/1 + 2/3) / 2, q2 = (1 + 1) / 2; P@1 = 1 for both; graded nDCG@3 is the
+    // nDCG@10 of the graded test (every ranking is 3 long or less)
+    close(&g["metrics"]["AP"], ((1.0 + 2.0 / 3.0) / 2.0 + 1.0) / 2.0);
+    close(&g["metrics"]["P@1"], 1.0);
+    close(
+        &g["metrics"]["ndcg@3"],
+        g["metrics"]["ndcg@10"].as_f64().unwrap(),
+    );
+    assert!(g["metrics_ci95"]["AP"].is_array(), "{g}");
+    // the matrix has a column for each, with its CI
+    assert!(
+        out.contains("| AP [95% CI] | P@1 [95% CI] | nDCG@3 [95% CI] |"),
+        "{out}"
+    );
+    // the records carry them, so `eval` on the leg's run gives the same numbers
+    let runs = env.results("results").join("runs");
+    let eval = env.ok(&[
+        "eval",
+        runs.join("g/mine.trec").to_str().unwrap(),
+        runs.join("g/qrels.txt").to_str().unwrap(),
+        "-m",
+        "AP",
+        "--format",
+        "trec-eval",
+    ]);
+    let fields: Vec<&str> = eval.trim().split('\t').map(str::trim).collect();
+    assert_eq!(
+        fields,
+        [
+            "map",
+            "all",
+            &format!("{:.4}", g["metrics"]["AP"].as_f64().unwrap())
+        ]
+    );
+
+    // back to no `metrics:`: the first cell's key again
+    std::fs::write(&campaign, &text).unwrap();
+    env.ok(&args);
+    let again = env.summary("results", "g", "mine");
+    assert_eq!(again["key"], plain["key"]);
+
+    std::fs::write(
+        &campaign,
+        text.replace("legs:\n", "metrics: [AP, nDCG@x]\nlegs:\n"),
+    )
+    .unwrap();
+    let bad = env.run(&args);
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert_eq!(bad.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("field `metrics`") && err.contains("nDCG@x"),
+        "{err}"
+    );
+}

@@ -211,7 +211,8 @@ fn metric_names(cells: &[&CellSummary]) -> Vec<(String, String)> {
         .collect();
     ks.sort_unstable();
     ks.dedup();
-    metrics::measured(&ks)
+    let extra = crate::store::summary::extra_measures(cells.iter().copied());
+    metrics::measured(&ks, &extra)
         .into_iter()
         .map(|m| (m.name(), m.label()))
         .filter(|(n, _)| cells.iter().any(|c| c.metrics.contains_key(n)))

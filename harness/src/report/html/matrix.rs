@@ -300,7 +300,9 @@ fn datasets(o: &ReportOptions, jobs: &[Job]) -> String {
 
 /// The matrix table: one `<tbody>` per dataset (sorting keeps each dataset's legs together).
 pub(crate) fn table(jobs: &[Job]) -> String {
-    let columns = metrics::matrix_columns();
+    let columns = metrics::matrix_columns(&crate::store::summary::extra_measures(
+        jobs.iter().flat_map(|j| j.cells.iter().copied()),
+    ));
     let span = columns.len() + 3;
     let mut s = String::from(
         "<div class=\"scroll\">\n<table class=\"sortable\" id=\"matrix\">\n<caption>The matrix: one row per cell \
