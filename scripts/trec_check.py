@@ -19,18 +19,7 @@ import sys
 import pyarrow.parquet as pq
 import pytrec_eval
 
-
-def read_trec(path, kind):
-    out = {}
-    for line in path.read_text().splitlines():
-        parts = line.split()
-        if kind == "qrels":
-            qid, _, doc, rel = parts
-            out.setdefault(qid, {})[doc] = int(rel)
-        else:
-            qid, _, doc, _rank, score, _tag = parts
-            out.setdefault(qid, {})[doc] = float(score)
-    return out
+from eval_bench import read_trec
 
 
 def encode(qid):

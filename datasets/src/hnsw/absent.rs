@@ -5,7 +5,7 @@
 use std::convert::Infallible;
 use std::path::Path;
 
-use super::HnswSettings;
+use super::{BuildCost, HnswSettings};
 use crate::error::{Error, Result};
 
 /// A shard; none exists in this build.
@@ -15,15 +15,6 @@ pub struct HnswShard(Infallible);
 /// A kept shard; none exists in this build.
 #[derive(Debug)]
 pub struct KeptShard(Infallible);
-
-/// What a build cost, for benchmarks.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct BuildCost {
-    /// Upserting the points (vectors and payloads).
-    pub insert_secs: f64,
-    /// Building the graph (Qdrant's indexing optimiser).
-    pub index_secs: f64,
-}
 
 impl HnswShard {
     /// Always an error: this build has no HNSW engine.

@@ -47,6 +47,15 @@ pub use shard::*;
 /// Whether this build carries Qdrant's engine (the `qdrant` cargo feature).
 pub const BUILT: bool = cfg!(feature = "qdrant");
 
+/// What a build cost, for benchmarks.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct BuildCost {
+    /// Upserting the points (vectors and payloads).
+    pub insert_secs: f64,
+    /// Building the graph (Qdrant's indexing optimiser).
+    pub index_secs: f64,
+}
+
 /// The manifest's file name in a shard directory.
 pub const MANIFEST: &str = "hnsw-manifest.json";
 

@@ -10,7 +10,7 @@ use qdrant_edge::{
 };
 use serde::{Deserialize, Serialize};
 
-use super::{HnswSettings, MANIFEST};
+use super::{BuildCost, HnswSettings, MANIFEST};
 use crate::error::{Error, Result};
 
 /// The payload field that carries a point's record id.
@@ -81,15 +81,6 @@ fn shard_err(path: &Path, message: impl std::fmt::Display) -> Error {
         context: format!("{}: HNSW shard", path.display()),
         message: message.to_string(),
     }
-}
-
-/// What a build cost, for benchmarks.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct BuildCost {
-    /// Upserting the points (vectors and payloads).
-    pub insert_secs: f64,
-    /// Building the graph (Qdrant's indexing optimiser).
-    pub index_secs: f64,
 }
 
 impl HnswShard {
