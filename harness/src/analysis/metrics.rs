@@ -1411,4 +1411,36 @@ mod tests {
         assert_eq!(percentile(&v, 101.0), None);
         assert_eq!(percentile(&[1.0, f64::NAN], 50.0), None);
     }
+
+    #[test]
+    fn a_campaigns_extra_measures_are_named_once_after_the_default_set() {
+        let ks = [1, 2, 5, 10, 20];
+        let listed: Vec<String> = ["map", "P.5,10", "ndcg_cut.3", "R@10", "nDCG@10", "AP", "RR"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        // recall@10 and ndcg@10 are measured anyway; AP is map again; RR is mrr uncut
+        let extra = extra_measures(&ks, &listed).unwrap();
+        assert_eq!(extra, ["AP", "P@5", "P@10", "ndcg@3", "mrr"]);
+        // each name reads back as itself, so a summary's names measure the same
+        for name in &extra {
+            assert_eq!(&At::parse(name).unwrap().name(), name);
+        }
+        let all: Vec<String> = measured(&ks, &extra).iter().map(At::name).collect();
+        let base: Vec<String> = measured(&ks, &[]).iter().map(At::name).collect();
+        assert_eq!(all[..base.len()], base[..]);
+        assert_eq!(all[base.len()..], extra[..]);
+        let columns: Vec<String> = matrix_columns(&extra)
+            .iter()
+            .map(|(a, _)| a.name())
+            .collect();
+        assert_eq!(columns[columns.len() - extra.len()..], extra[..]);
+        assert!(
+            matrix_columns(&extra)[columns.len() - 1].1,
+            "extra columns carry a CI"
+        );
+        let e = extra_measures(&ks, &["AP".into(), "nDCG@x".into()]).unwrap_err();
+        assert!(e.contains("nDCG@x"), "{e}");
+        assert!(extra_measures(&ks, &[]).unwrap().is_empty());
+    }
 }
