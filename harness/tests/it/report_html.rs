@@ -115,7 +115,7 @@ struct Row {
 /// `matrix.md`'s rows by (dataset, leg), columns named by the metric (`recall@10`) or
 /// `tokens@10`, `median_ms`, `p95_ms`.
 fn md_rows(md: &str) -> BTreeMap<(String, String), Row> {
-    let labels: BTreeMap<String, String> = hopbench::analysis::metrics::matrix_columns()
+    let labels: BTreeMap<String, String> = hopbench::analysis::metrics::matrix_columns(&[])
         .iter()
         .map(|(m, _)| (m.label(), m.name()))
         .collect();
