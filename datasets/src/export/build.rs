@@ -405,26 +405,13 @@ fn embedded(
     };
     let qtexts: Vec<&str> = queries.iter().map(|q| q.text.as_str()).collect();
     let query_embeddings = flatten((embed.embed)(&qtexts, "queries")?, dim, "queries")?;
-    let all: Vec<&str> = sub_texts
-        .iter()
-        .flatten()
-        .flatten()
-        .map(String::as_str)
-        .collect();
+    let all = all_subs(sub_texts);
     let flat_subs = if all.is_empty() {
         Vec::new()
     } else {
         flatten((embed.embed)(&all, "sub-queries")?, dim, "sub-queries")?
     };
-    let mut subqueries = Vec::with_capacity(queries.len());
-    let mut at = 0;
-    for t in sub_texts {
-        subqueries.push(t.as_ref().map(|t| {
-            let v = flat_subs[at..at + t.len() * dim].to_vec();
-            at += t.len() * dim;
-            v
-        }));
-    }
+    let subqueries = split_subs(&flat_subs, sub_texts, dim);
     Ok(VectorSets {
         dim,
         embeddings,
@@ -433,6 +420,37 @@ fn embedded(
         subqueries,
         absent: Vec::new(),
     })
+}
+
+/// Every query's sub-questions (texts to embed, or ids to look up) in query order, as one
+/// list: the sub-question vectors of a dataset come from one call.
+fn all_subs(per_query: &[Option<Vec<String>>]) -> Vec<&str> {
+    per_query
+        .iter()
+        .flatten()
+        .flatten()
+        .map(String::as_str)
+        .collect()
+}
+
+/// Splits `flat`, the `dim`-float vectors of [`all_subs`] of `per_query`, back into each
+/// query's share (`None` where the query has no decomposition).
+fn split_subs(
+    flat: &[f32],
+    per_query: &[Option<Vec<String>>],
+    dim: usize,
+) -> Vec<Option<Vec<f32>>> {
+    let mut at = 0;
+    per_query
+        .iter()
+        .map(|subs| {
+            subs.as_ref().map(|subs| {
+                let v = flat[at..at + subs.len() * dim].to_vec();
+                at += subs.len() * dim;
+                v
+            })
+        })
+        .collect()
 }
 
 /// The sub-question ids a `subqueries` vectors file is keyed by: `<query id>#<hop>`, hops
@@ -501,24 +519,8 @@ fn from_files(
     let subqueries = match (&x.subqueries, any_sub) {
         (Some(t), true) => {
             same_dim(t)?;
-            let all: Vec<&str> = sub_ids
-                .iter()
-                .flatten()
-                .flatten()
-                .map(String::as_str)
-                .collect();
-            let flat = t.ordered(&all, "sub-question")?;
-            let mut at = 0;
-            sub_ids
-                .iter()
-                .map(|ids| {
-                    ids.as_ref().map(|ids| {
-                        let v = flat[at..at + ids.len() * dim].to_vec();
-                        at += ids.len() * dim;
-                        v
-                    })
-                })
-                .collect()
+            let flat = t.ordered(&all_subs(&sub_ids), "sub-question")?;
+            split_subs(&flat, &sub_ids, dim)
         }
         (Some(t), false) => {
             return Err(Error::field(
