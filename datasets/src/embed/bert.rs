@@ -15,7 +15,7 @@ use candle_core::{DType, Device, Tensor};
 use rayon::prelude::*;
 use serde::Deserialize;
 
-use super::kernels::{self, AddBias, BiasGelu, BiasResidualLayerNorm, SoftmaxLastDim};
+use super::kernels::{self, AddBias, BiasGelu, BiasInPlace, BiasResidualLayerNorm, SoftmaxLastDim};
 use crate::{Error, Result};
 
 /// The fields of a Hugging Face `config.json` that a BERT encoder needs.
@@ -354,7 +354,10 @@ impl Bert {
         // Self-attention: one fused projection, then per-sequence attention over its own rows.
         // q, k, v are strided views of the projection: [heads, rows, hd], row stride 3h.
         let qkv = x.matmul(&l.qkv_w)?;
-        qkv.inplace_op1(&AddBias { bias: &l.qkv_b })?;
+        qkv.inplace_op1(&BiasInPlace {
+            bias: &l.qkv_b,
+            op: AddBias,
+        })?;
         let qkv = qkv.reshape((rows, 3, heads, hd))?;
         let q = qkv.get_on_dim(1, 0)?.transpose(0, 1)?;
         let k = qkv.get_on_dim(1, 1)?.transpose(0, 1)?;
@@ -379,31 +382,38 @@ impl Bert {
         let context = Tensor::cat(&contexts, 0)?; // [rows, h]
         drop(contexts);
         let attn = context.matmul(&l.out_w)?;
-        attn.inplace_op2(
-            &x,
-            &BiasResidualLayerNorm {
-                bias: &l.out_b,
-                gamma: &l.attn_norm.gamma,
-                beta: &l.attn_norm.beta,
-                eps: self.eps,
-            },
-        )?;
+        self.add_and_norm(&attn, &x, &l.out_b, &l.attn_norm)?;
 
         // Feed-forward.
         let inter = attn.matmul(&l.inter_w)?;
-        inter.inplace_op1(&BiasGelu { bias: &l.inter_b })?;
+        inter.inplace_op1(&BiasInPlace {
+            bias: &l.inter_b,
+            op: BiasGelu,
+        })?;
         let out = inter.matmul(&l.ffn_out_w)?;
         drop(inter);
-        out.inplace_op2(
-            &attn,
+        self.add_and_norm(&out, &attn, &l.ffn_out_b, &l.ffn_norm)?;
+        Ok(out)
+    }
+
+    /// `x <- layer_norm(x + bias + residual)` with `norm` and the model's epsilon, in place: how
+    /// both sub-layers of an encoder layer (attention, feed-forward) end.
+    fn add_and_norm(
+        &self,
+        x: &Tensor,
+        residual: &Tensor,
+        bias: &[f32],
+        norm: &Norm,
+    ) -> candle_core::Result<()> {
+        x.inplace_op2(
+            residual,
             &BiasResidualLayerNorm {
-                bias: &l.ffn_out_b,
-                gamma: &l.ffn_norm.gamma,
-                beta: &l.ffn_norm.beta,
+                bias,
+                gamma: &norm.gamma,
+                beta: &norm.beta,
                 eps: self.eps,
             },
-        )?;
-        Ok(out)
+        )
     }
 }
 

@@ -162,40 +162,82 @@ pub(crate) fn gelu(x: f32) -> f32 {
     0.5 * x * (1.0 + erf_f32(x * std::f32::consts::FRAC_1_SQRT_2))
 }
 
-/// `x <- gelu(x + bias)` over the rows of a `[rows, bias.len()]` tensor, in place.
-pub(crate) struct BiasGelu<'a> {
-    pub bias: &'a [f32],
+/// `op(x, b)` on every element `x` of the rows of a `[rows, bias.len()]` tensor, with `b` the
+/// bias of its column, in place: the loop of [`BiasInPlace`], by blocks of rows in parallel.
+/// `op` must be `#[inline(always)]`, so that it is compiled into the vectorised loop
+/// ([`vectorized`]).
+fn with_bias_in_place(
+    name: &str,
+    bias: &[f32],
+    storage: &mut CpuStorage,
+    layout: &Layout,
+    op: impl Fn(&mut f32, &f32) + Sync,
+) -> candle_core::Result<()> {
+    let width = bias.len();
+    let data = contiguous_f32_mut(storage, layout, name)?;
+    if data.len() % width != 0 {
+        candle_core::bail!("{name}: length {} is not a multiple of {width}", data.len());
+    }
+    data.par_chunks_mut(width * rows_per_task(width))
+        .for_each(|block| {
+            vectorized(
+                #[inline(always)]
+                || {
+                    for row in block.chunks_exact_mut(width) {
+                        for (x, b) in row.iter_mut().zip(bias) {
+                            op(x, b);
+                        }
+                    }
+                },
+            )
+        });
+    Ok(())
 }
 
-impl InplaceOp1 for BiasGelu<'_> {
+/// `x <- op(x, bias)` over the rows of a `[rows, bias.len()]` tensor, in place: one kernel for
+/// every element-wise op with a bias ([`BiasOp`]), so they share their loop.
+pub(crate) struct BiasInPlace<'a, O> {
+    pub bias: &'a [f32],
+    pub op: O,
+}
+
+/// What a [`BiasInPlace`] kernel does to each element `x` with its column's bias `b`.
+pub(crate) trait BiasOp {
+    /// The kernel's name.
+    fn name(&self) -> &'static str;
+    /// The op on one element; implementations must be `#[inline(always)]`, so that it is
+    /// compiled into the vectorised loop ([`vectorized`]).
+    fn apply(&self, x: &mut f32, b: &f32);
+}
+
+impl<O: BiasOp + Sync> InplaceOp1 for BiasInPlace<'_, O> {
+    fn name(&self) -> &'static str {
+        self.op.name()
+    }
+
+    fn cpu_fwd(&self, storage: &mut CpuStorage, layout: &Layout) -> candle_core::Result<()> {
+        with_bias_in_place(
+            self.name(),
+            self.bias,
+            storage,
+            layout,
+            #[inline(always)]
+            |x: &mut f32, b: &f32| self.op.apply(x, b),
+        )
+    }
+}
+
+/// `x <- gelu(x + bias)`.
+pub(crate) struct BiasGelu;
+
+impl BiasOp for BiasGelu {
     fn name(&self) -> &'static str {
         "hopbench-bias-gelu"
     }
 
-    fn cpu_fwd(&self, storage: &mut CpuStorage, layout: &Layout) -> candle_core::Result<()> {
-        let width = self.bias.len();
-        let data = contiguous_f32_mut(storage, layout, self.name())?;
-        if data.len() % width != 0 {
-            candle_core::bail!(
-                "{}: length {} is not a multiple of {width}",
-                self.name(),
-                data.len()
-            );
-        }
-        data.par_chunks_mut(width * rows_per_task(width))
-            .for_each(|block| {
-                vectorized(
-                    #[inline(always)]
-                    || {
-                        for row in block.chunks_exact_mut(width) {
-                            for (x, b) in row.iter_mut().zip(self.bias) {
-                                *x = gelu(*x + b);
-                            }
-                        }
-                    },
-                )
-            });
-        Ok(())
+    #[inline(always)]
+    fn apply(&self, x: &mut f32, b: &f32) {
+        *x = gelu(*x + b);
     }
 }
 
@@ -246,40 +288,17 @@ impl InplaceOp2 for BiasResidualLayerNorm<'_> {
     }
 }
 
-/// `x <- x + bias` over the rows of a `[rows, bias.len()]` tensor, in place.
-pub(crate) struct AddBias<'a> {
-    pub bias: &'a [f32],
-}
+/// `x <- x + bias`.
+pub(crate) struct AddBias;
 
-impl InplaceOp1 for AddBias<'_> {
+impl BiasOp for AddBias {
     fn name(&self) -> &'static str {
         "hopbench-add-bias"
     }
 
-    fn cpu_fwd(&self, storage: &mut CpuStorage, layout: &Layout) -> candle_core::Result<()> {
-        let width = self.bias.len();
-        let data = contiguous_f32_mut(storage, layout, self.name())?;
-        if data.len() % width != 0 {
-            candle_core::bail!(
-                "{}: length {} is not a multiple of {width}",
-                self.name(),
-                data.len()
-            );
-        }
-        data.par_chunks_mut(width * rows_per_task(width))
-            .for_each(|block| {
-                vectorized(
-                    #[inline(always)]
-                    || {
-                        for row in block.chunks_exact_mut(width) {
-                            for (x, b) in row.iter_mut().zip(self.bias) {
-                                *x += b;
-                            }
-                        }
-                    },
-                )
-            });
-        Ok(())
+    #[inline(always)]
+    fn apply(&self, x: &mut f32, b: &f32) {
+        *x += b;
     }
 }
 

@@ -174,12 +174,22 @@ fn fill(rng: &mut SplitMix64, n: usize, center: f32, half_width: f32) -> Vec<f32
 pub fn write_tiny_model(dir: &Path, seed: u64) -> Result<()> {
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
     let vocab = vocabulary();
-    let model_err = |path: &Path, message: String| Error::Model {
+    write_tokenizer(dir, &vocab)?;
+    write_configs(dir, vocab.len())?;
+    write_weights(dir, seed, vocab.len())
+}
+
+/// A model file at `path` that could not be made, as the loader reports a bad one.
+fn model_err(path: &Path, message: String) -> Error {
+    Error::Model {
         path: path.to_path_buf(),
         message,
-    };
+    }
+}
 
-    // vocab.txt and tokenizer.json.
+/// Writes `vocab.txt` and `tokenizer.json` (WordPiece over `vocab`, BERT normalisation,
+/// pre-tokenisation and post-processing, truncated and padded to 16 like a real model's file).
+fn write_tokenizer(dir: &Path, vocab: &[String]) -> Result<()> {
     let vocab_txt: String = vocab.iter().map(|t| format!("{t}\n")).collect();
     let vocab_path = dir.join("vocab.txt");
     std::fs::write(&vocab_path, &vocab_txt).map_err(|e| Error::io(&vocab_path, e))?;
@@ -222,8 +232,12 @@ pub fn write_tiny_model(dir: &Path, seed: u64) -> Result<()> {
     tokenizer
         .save(&tok_path, true)
         .map_err(|e| model_err(&tok_path, e.to_string()))?;
+    Ok(())
+}
 
-    // config.json and sentence_bert_config.json.
+/// Writes `config.json` (the tiny BERT's shape, over `vocab_len` tokens) and
+/// `sentence_bert_config.json`.
+fn write_configs(dir: &Path, vocab_len: usize) -> Result<()> {
     let config = serde_json::json!({
         "architectures": ["BertModel"],
         "model_type": "bert",
@@ -234,7 +248,7 @@ pub fn write_tiny_model(dir: &Path, seed: u64) -> Result<()> {
         "intermediate_size": TINY_INTERMEDIATE,
         "max_position_embeddings": TINY_MAX_POSITIONS,
         "type_vocab_size": 2,
-        "vocab_size": vocab.len(),
+        "vocab_size": vocab_len,
         "layer_norm_eps": 1e-12,
         "pad_token_id": 0,
         "position_embedding_type": "absolute",
@@ -249,96 +263,14 @@ pub fn write_tiny_model(dir: &Path, seed: u64) -> Result<()> {
     write_json(
         "sentence_bert_config.json",
         &serde_json::json!({"max_seq_length": 256, "do_lower_case": false}),
-    )?;
+    )
+}
 
-    // model.safetensors.
+/// Writes `model.safetensors`: the [`TinyWeights`] of `seed` over `vocab_len` tokens.
+fn write_weights(dir: &Path, seed: u64, vocab_len: usize) -> Result<()> {
     let weights_path = dir.join("model.safetensors");
-    let mut rng = SplitMix64::new(seed);
-    let (h, i) = (TINY_HIDDEN, TINY_INTERMEDIATE);
-    let mut tensors: Vec<(String, Vec<usize>, Vec<f32>)> = Vec::new();
-    let mut matrix = |name: String, dims: Vec<usize>, scale: f32, rng: &mut SplitMix64| {
-        let n = dims.iter().product();
-        tensors.push((name, dims, fill(rng, n, 0.0, scale)));
-    };
-    matrix(
-        "embeddings.word_embeddings.weight".into(),
-        vec![vocab.len(), h],
-        0.5,
-        &mut rng,
-    );
-    matrix(
-        "embeddings.position_embeddings.weight".into(),
-        vec![TINY_MAX_POSITIONS, h],
-        0.2,
-        &mut rng,
-    );
-    matrix(
-        "embeddings.token_type_embeddings.weight".into(),
-        vec![2, h],
-        0.2,
-        &mut rng,
-    );
-    let norm = |prefix: String,
-                rng: &mut SplitMix64,
-                tensors: &mut Vec<(String, Vec<usize>, Vec<f32>)>| {
-        tensors.push((format!("{prefix}.weight"), vec![h], fill(rng, h, 1.0, 0.1)));
-        tensors.push((format!("{prefix}.bias"), vec![h], fill(rng, h, 0.0, 0.05)));
-    };
-    let mut rest: Vec<(String, Vec<usize>, Vec<f32>)> = Vec::new();
-    norm("embeddings.LayerNorm".into(), &mut rng, &mut rest);
-    let linear = |name: String,
-                  out_dim: usize,
-                  in_dim: usize,
-                  rng: &mut SplitMix64,
-                  tensors: &mut Vec<(String, Vec<usize>, Vec<f32>)>| {
-        let bound = (3.0 / in_dim as f32).sqrt();
-        tensors.push((
-            format!("{name}.weight"),
-            vec![out_dim, in_dim],
-            fill(rng, out_dim * in_dim, 0.0, bound),
-        ));
-        tensors.push((
-            format!("{name}.bias"),
-            vec![out_dim],
-            fill(rng, out_dim, 0.0, 0.05),
-        ));
-    };
-    for l in 0..TINY_LAYERS {
-        let p = format!("encoder.layer.{l}");
-        linear(
-            format!("{p}.attention.self.query"),
-            h,
-            h,
-            &mut rng,
-            &mut rest,
-        );
-        linear(format!("{p}.attention.self.key"), h, h, &mut rng, &mut rest);
-        linear(
-            format!("{p}.attention.self.value"),
-            h,
-            h,
-            &mut rng,
-            &mut rest,
-        );
-        linear(
-            format!("{p}.attention.output.dense"),
-            h,
-            h,
-            &mut rng,
-            &mut rest,
-        );
-        norm(
-            format!("{p}.attention.output.LayerNorm"),
-            &mut rng,
-            &mut rest,
-        );
-        linear(format!("{p}.intermediate.dense"), i, h, &mut rng, &mut rest);
-        linear(format!("{p}.output.dense"), h, i, &mut rng, &mut rest);
-        norm(format!("{p}.output.LayerNorm"), &mut rng, &mut rest);
-    }
-    tensors.extend(rest);
     let mut map: HashMap<String, Tensor> = HashMap::new();
-    for (name, dims, values) in tensors {
+    for (name, dims, values) in TinyWeights::draw(seed, vocab_len).tensors {
         let t = Tensor::from_vec(values, dims, &Device::Cpu)
             .map_err(|e| model_err(&weights_path, e.to_string()))?;
         map.insert(name, t);
@@ -346,4 +278,70 @@ pub fn write_tiny_model(dir: &Path, seed: u64) -> Result<()> {
     candle_core::safetensors::save(&map, &weights_path)
         .map_err(|e| model_err(&weights_path, e.to_string()))?;
     Ok(())
+}
+
+/// The tiny model's tensors (name, shape, row-major values), each drawn in turn from one
+/// SplitMix64 stream: the order of the draws fixes every value, so the same seed always writes
+/// the same weights.
+struct TinyWeights {
+    rng: SplitMix64,
+    tensors: Vec<(String, Vec<usize>, Vec<f32>)>,
+}
+
+impl TinyWeights {
+    /// Every tensor of the tiny model from `seed`: the embedding tables and their LayerNorm,
+    /// then each layer's attention, LayerNorm, feed-forward and LayerNorm.
+    fn draw(seed: u64, vocab_len: usize) -> Self {
+        let mut w = TinyWeights {
+            rng: SplitMix64::new(seed),
+            tensors: Vec::new(),
+        };
+        let (h, i) = (TINY_HIDDEN, TINY_INTERMEDIATE);
+        w.matrix("embeddings.word_embeddings.weight", vec![vocab_len, h], 0.5);
+        let positions = vec![TINY_MAX_POSITIONS, h];
+        w.matrix("embeddings.position_embeddings.weight", positions, 0.2);
+        w.matrix("embeddings.token_type_embeddings.weight", vec![2, h], 0.2);
+        w.norm("embeddings.LayerNorm");
+        for l in 0..TINY_LAYERS {
+            let p = format!("encoder.layer.{l}");
+            w.linear(&format!("{p}.attention.self.query"), h, h);
+            w.linear(&format!("{p}.attention.self.key"), h, h);
+            w.linear(&format!("{p}.attention.self.value"), h, h);
+            w.linear(&format!("{p}.attention.output.dense"), h, h);
+            w.norm(&format!("{p}.attention.output.LayerNorm"));
+            w.linear(&format!("{p}.intermediate.dense"), i, h);
+            w.linear(&format!("{p}.output.dense"), h, i);
+            w.norm(&format!("{p}.output.LayerNorm"));
+        }
+        w
+    }
+
+    /// A `dims` table uniform in `[-scale, scale)` (embeddings).
+    fn matrix(&mut self, name: &str, dims: Vec<usize>, scale: f32) {
+        let n = dims.iter().product();
+        let values = fill(&mut self.rng, n, 0.0, scale);
+        self.tensors.push((name.to_string(), dims, values));
+    }
+
+    /// A LayerNorm: weights near 1, biases near 0, so it starts close to the identity.
+    fn norm(&mut self, prefix: &str) {
+        let h = TINY_HIDDEN;
+        let weight = fill(&mut self.rng, h, 1.0, 0.1);
+        self.tensors
+            .push((format!("{prefix}.weight"), vec![h], weight));
+        let bias = fill(&mut self.rng, h, 0.0, 0.05);
+        self.tensors.push((format!("{prefix}.bias"), vec![h], bias));
+    }
+
+    /// A linear layer `in_dim -> out_dim`: weights uniform within `sqrt(3 / in_dim)` (unit
+    /// variance through the layer), small biases.
+    fn linear(&mut self, name: &str, out_dim: usize, in_dim: usize) {
+        let bound = (3.0 / in_dim as f32).sqrt();
+        let weight = fill(&mut self.rng, out_dim * in_dim, 0.0, bound);
+        self.tensors
+            .push((format!("{name}.weight"), vec![out_dim, in_dim], weight));
+        let bias = fill(&mut self.rng, out_dim, 0.0, 0.05);
+        self.tensors
+            .push((format!("{name}.bias"), vec![out_dim], bias));
+    }
 }

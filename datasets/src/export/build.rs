@@ -3,14 +3,16 @@
 //! sub-query vectors (from the embedder, or from the dataset's vectors files, read before).
 //! Nothing here touches the file system.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
 use super::{Chunk, ChunkText, EmbedFn, ExternalTables, PrepareConfig, QueryRecord, Source};
 use crate::enrich::{self, KnowledgeGraph};
 use crate::error::{Error, Result};
 use crate::lexical::{Bm25Index, Tokenizer};
-use crate::model::{question_pieces, QuestionPiece, SpannedDataset, SubQuestion};
+use crate::model::{
+    question_pieces, Passage, Question, QuestionPiece, Span, SpannedDataset, SubQuestion,
+};
 use crate::simgraph::{HnswGraphStats, SimGraph};
 use crate::tokens::heuristic_tokens;
 use crate::vectors_file::{VectorSet, VectorTable};
@@ -78,6 +80,9 @@ fn flatten(vectors: Vec<Vec<f32>>, dim: usize, what: &str) -> Result<Vec<f32>> {
     Ok(flat)
 }
 
+/// Builds the export of `spanned` in memory: the chunks, the queries resolved to them, BM25, the
+/// knowledge graph, the vectors (embedded, or from `external`) and, given a `scratch`
+/// directory, the similarity graph.
 pub(super) fn build(
     source: &Source,
     spanned: SpannedDataset,
@@ -88,23 +93,8 @@ pub(super) fn build(
 ) -> Result<Built> {
     let SpannedDataset { raw, spans } = spanned;
     let origin = PathBuf::from(format!("<dataset {}>", source.name));
-    config.simgraph.validate().map_err(|e| Error::Config {
-        context: "prepare config `simgraph`".into(),
-        message: e.to_string(),
-    })?;
-    config.enrich.validate().map_err(|e| Error::Config {
-        context: "prepare config `enrich`".into(),
-        message: e.to_string(),
-    })?;
-    let mut passages = raw.passages;
-    source.protocol.apply(&mut passages);
-    passages.sort_by(|a, b| a.id.cmp(&b.id));
-    if let Some(w) = passages.windows(2).find(|w| w[0].id == w[1].id) {
-        return Err(Error::DuplicatePassage {
-            path: origin,
-            id: w[0].id.clone(),
-        });
-    }
+    validate_config(config)?;
+    let passages = sorted_passages(source, raw.passages, &origin)?;
     let index: HashMap<&str, u32> = passages
         .iter()
         .enumerate()
@@ -112,40 +102,7 @@ pub(super) fn build(
         .collect();
     let doc_names: BTreeSet<&str> = passages.iter().filter_map(|p| p.doc.as_deref()).collect();
     let docs: Vec<String> = doc_names.iter().map(|s| s.to_string()).collect();
-    let doc_index: HashMap<&str, u32> = docs
-        .iter()
-        .enumerate()
-        .map(|(i, d)| (d.as_str(), i as u32))
-        .collect();
-    // a span locates a passage in its document: one without a passage, or on a passage without
-    // a document, locates nothing
-    if let Some(id) = spans.keys().find(|id| !index.contains_key(id.as_str())) {
-        return Err(Error::field(
-            &origin,
-            id,
-            "char_start",
-            "a span of no passage",
-        ));
-    }
-    if let Some(p) = passages
-        .iter()
-        .find(|p| p.doc.is_none() && spans.contains_key(&p.id))
-    {
-        return Err(Error::field(
-            &origin,
-            &p.id,
-            "char_start",
-            "a span of a passage without a document",
-        ));
-    }
-    if let Some((id, s)) = spans.iter().find(|(_, s)| s.end <= s.start) {
-        return Err(Error::field(
-            &origin,
-            id,
-            "char_end",
-            format!("{} must be greater than char_start ({})", s.end, s.start),
-        ));
-    }
+    check_spans(&spans, &passages, &index, &origin)?;
     let texts: Vec<ChunkText> = passages
         .iter()
         .map(|p| ChunkText {
@@ -156,97 +113,8 @@ pub(super) fn build(
         })
         .collect();
     let full: Vec<String> = texts.iter().map(ChunkText::full_text).collect();
-    let chunks: Vec<Chunk> = passages
-        .iter()
-        .zip(&full)
-        .map(|(p, full)| Chunk {
-            id: p.id.clone(),
-            doc: p.doc.as_deref().map(|d| doc_index[d]),
-            tokens: heuristic_tokens(full),
-            span: spans.get(&p.id).copied(),
-        })
-        .collect();
-
-    let mut queries = Vec::with_capacity(raw.questions.len());
-    let mut seen_q = BTreeSet::new();
-    for q in raw.questions {
-        if !seen_q.insert(q.id.clone()) {
-            return Err(Error::field(&origin, &q.id, "id", "duplicate query id"));
-        }
-        let resolve = |id: &str, field: &str| {
-            index
-                .get(id)
-                .copied()
-                .ok_or_else(|| Error::GoldNotInCorpus {
-                    path: origin.clone(),
-                    record: q.id.clone(),
-                    field: field.into(),
-                    gold: id.into(),
-                })
-        };
-        let mut gold = q
-            .gold
-            .iter()
-            .map(|g| resolve(g, "gold"))
-            .collect::<Result<Vec<_>>>()?;
-        gold.sort_unstable();
-        gold.dedup();
-        if let Some(id) = q.grades.keys().find(|id| !q.gold.contains(id)) {
-            return Err(Error::field(
-                &origin,
-                &q.id,
-                "gold",
-                format!("a grade for {id:?}, which is not gold"),
-            ));
-        }
-        let grades: Vec<u32> = gold
-            .iter()
-            .map(|&c| {
-                let id = passages[c as usize].id.as_str();
-                q.grades.get(id).copied().unwrap_or(1)
-            })
-            .collect();
-        let chain = match &q.chain {
-            None => None,
-            Some(slots) if slots.is_empty() => None,
-            Some(slots) => Some(
-                slots
-                    .iter()
-                    .map(|s| {
-                        let mut v = s
-                            .iter()
-                            .map(|g| resolve(g, "chain"))
-                            .collect::<Result<Vec<_>>>()?;
-                        v.sort_unstable();
-                        v.dedup();
-                        Ok(v)
-                    })
-                    .collect::<Result<Vec<_>>>()?,
-            ),
-        };
-        queries.push(QueryRecord {
-            id: q.id,
-            text: q.text,
-            gold,
-            grades: Some(grades),
-            chain,
-            decomposition: q.decomposition,
-            conversation: q.conversation,
-            labels: q.labels,
-        });
-    }
-
-    // grades are kept where they say something: a dataset whose every gold chunk has grade 1
-    // (every multi-hop set, and qrels of relevance 1 only) is binary, and its export is what it
-    // was before grades were kept
-    let graded = queries
-        .iter()
-        .any(|q| q.grades.iter().flatten().any(|&g| g != 1));
-    if !graded {
-        for q in &mut queries {
-            q.grades = None;
-        }
-    }
+    let chunks = chunk_records(&passages, &full, &docs, &spans);
+    let queries = resolve_queries(raw.questions, &passages, &index, &origin)?;
 
     let tokenizer = Tokenizer::english();
     let bm25 = crate::stages::timed("bm25", || {
@@ -301,6 +169,201 @@ pub(super) fn build(
     })
 }
 
+/// Checks the prepare config's similarity-graph and enrichment sections first, so a bad value
+/// fails before any passage is read or embedded.
+fn validate_config(config: &PrepareConfig) -> Result<()> {
+    config.simgraph.validate().map_err(|e| Error::Config {
+        context: "prepare config `simgraph`".into(),
+        message: e.to_string(),
+    })?;
+    config.enrich.validate().map_err(|e| Error::Config {
+        context: "prepare config `enrich`".into(),
+        message: e.to_string(),
+    })
+}
+
+/// The dataset's passages in chunk order: the source's protocol applied, sorted by id, and each
+/// id once, since a chunk is addressed by its position in this order.
+fn sorted_passages(source: &Source, passages: Vec<Passage>, origin: &Path) -> Result<Vec<Passage>> {
+    let mut passages = passages;
+    source.protocol.apply(&mut passages);
+    passages.sort_by(|a, b| a.id.cmp(&b.id));
+    if let Some(w) = passages.windows(2).find(|w| w[0].id == w[1].id) {
+        return Err(Error::DuplicatePassage {
+            path: origin.to_path_buf(),
+            id: w[0].id.clone(),
+        });
+    }
+    Ok(passages)
+}
+
+/// Checks the spans against the passages (`index`: passage id -> position): a span locates a
+/// passage in its document, so one without a passage, or on a passage without a document,
+/// locates nothing, and an empty or reversed one nothing either.
+fn check_spans(
+    spans: &BTreeMap<String, Span>,
+    passages: &[Passage],
+    index: &HashMap<&str, u32>,
+    origin: &Path,
+) -> Result<()> {
+    if let Some(id) = spans.keys().find(|id| !index.contains_key(id.as_str())) {
+        return Err(Error::field(
+            origin,
+            id,
+            "char_start",
+            "a span of no passage",
+        ));
+    }
+    if let Some(p) = passages
+        .iter()
+        .find(|p| p.doc.is_none() && spans.contains_key(&p.id))
+    {
+        return Err(Error::field(
+            origin,
+            &p.id,
+            "char_start",
+            "a span of a passage without a document",
+        ));
+    }
+    if let Some((id, s)) = spans.iter().find(|(_, s)| s.end <= s.start) {
+        return Err(Error::field(
+            origin,
+            id,
+            "char_end",
+            format!("{} must be greater than char_start ({})", s.end, s.start),
+        ));
+    }
+    Ok(())
+}
+
+/// The chunk of each passage: its document's index in `docs` (sorted names), the token count
+/// of its `full` text (what is indexed and embedded) and its span.
+fn chunk_records(
+    passages: &[Passage],
+    full: &[String],
+    docs: &[String],
+    spans: &BTreeMap<String, Span>,
+) -> Vec<Chunk> {
+    let doc_index: HashMap<&str, u32> = docs
+        .iter()
+        .enumerate()
+        .map(|(i, d)| (d.as_str(), i as u32))
+        .collect();
+    passages
+        .iter()
+        .zip(full)
+        .map(|(p, full)| Chunk {
+            id: p.id.clone(),
+            doc: p.doc.as_deref().map(|d| doc_index[d]),
+            tokens: heuristic_tokens(full),
+            span: spans.get(&p.id).copied(),
+        })
+        .collect()
+}
+
+/// The questions as query records, in the dataset's order, with ids unique and gold and chains
+/// resolved to chunk indices (`index`: passage id -> chunk index).
+fn resolve_queries(
+    questions: Vec<Question>,
+    passages: &[Passage],
+    index: &HashMap<&str, u32>,
+    origin: &Path,
+) -> Result<Vec<QueryRecord>> {
+    let mut queries = Vec::with_capacity(questions.len());
+    let mut seen_q = BTreeSet::new();
+    for q in questions {
+        if !seen_q.insert(q.id.clone()) {
+            return Err(Error::field(origin, &q.id, "id", "duplicate query id"));
+        }
+        queries.push(resolve_query(q, passages, index, origin)?);
+    }
+
+    // grades are kept where they say something: a dataset whose every gold chunk has grade 1
+    // (every multi-hop set, and qrels of relevance 1 only) is binary, and its export is what it
+    // was before grades were kept
+    let graded = queries
+        .iter()
+        .any(|q| q.grades.iter().flatten().any(|&g| g != 1));
+    if !graded {
+        for q in &mut queries {
+            q.grades = None;
+        }
+    }
+    Ok(queries)
+}
+
+/// One question as a query record: its gold and chain slots as sorted, deduplicated chunk
+/// indices (a gold id outside the corpus is an error), and a grade per gold chunk (1 where the
+/// dataset gives none; a grade of a chunk that is not gold is an error).
+fn resolve_query(
+    q: Question,
+    passages: &[Passage],
+    index: &HashMap<&str, u32>,
+    origin: &Path,
+) -> Result<QueryRecord> {
+    let resolve = |id: &str, field: &str| {
+        index
+            .get(id)
+            .copied()
+            .ok_or_else(|| Error::GoldNotInCorpus {
+                path: origin.to_path_buf(),
+                record: q.id.clone(),
+                field: field.into(),
+                gold: id.into(),
+            })
+    };
+    let mut gold = q
+        .gold
+        .iter()
+        .map(|g| resolve(g, "gold"))
+        .collect::<Result<Vec<_>>>()?;
+    gold.sort_unstable();
+    gold.dedup();
+    if let Some(id) = q.grades.keys().find(|id| !q.gold.contains(id)) {
+        return Err(Error::field(
+            origin,
+            &q.id,
+            "gold",
+            format!("a grade for {id:?}, which is not gold"),
+        ));
+    }
+    let grades: Vec<u32> = gold
+        .iter()
+        .map(|&c| {
+            let id = passages[c as usize].id.as_str();
+            q.grades.get(id).copied().unwrap_or(1)
+        })
+        .collect();
+    let chain = match &q.chain {
+        None => None,
+        Some(slots) if slots.is_empty() => None,
+        Some(slots) => Some(
+            slots
+                .iter()
+                .map(|s| {
+                    let mut v = s
+                        .iter()
+                        .map(|g| resolve(g, "chain"))
+                        .collect::<Result<Vec<_>>>()?;
+                    v.sort_unstable();
+                    v.dedup();
+                    Ok(v)
+                })
+                .collect::<Result<Vec<_>>>()?,
+        ),
+    };
+    Ok(QueryRecord {
+        id: q.id,
+        text: q.text,
+        gold,
+        grades: Some(grades),
+        chain,
+        decomposition: q.decomposition,
+        conversation: q.conversation,
+        labels: q.labels,
+    })
+}
+
 /// Every vector set of an export, and the sets it lacks because the files did not bring them.
 struct VectorSets {
     dim: usize,
@@ -336,26 +399,13 @@ fn embedded(
     };
     let qtexts: Vec<&str> = queries.iter().map(|q| q.text.as_str()).collect();
     let query_embeddings = flatten((embed.embed)(&qtexts, "queries")?, dim, "queries")?;
-    let all: Vec<&str> = sub_texts
-        .iter()
-        .flatten()
-        .flatten()
-        .map(String::as_str)
-        .collect();
+    let all = all_subs(sub_texts);
     let flat_subs = if all.is_empty() {
         Vec::new()
     } else {
         flatten((embed.embed)(&all, "sub-queries")?, dim, "sub-queries")?
     };
-    let mut subqueries = Vec::with_capacity(queries.len());
-    let mut at = 0;
-    for t in sub_texts {
-        subqueries.push(t.as_ref().map(|t| {
-            let v = flat_subs[at..at + t.len() * dim].to_vec();
-            at += t.len() * dim;
-            v
-        }));
-    }
+    let subqueries = split_subs(&flat_subs, sub_texts, dim);
     Ok(VectorSets {
         dim,
         embeddings,
@@ -364,6 +414,37 @@ fn embedded(
         subqueries,
         absent: Vec::new(),
     })
+}
+
+/// Every query's sub-questions (texts to embed, or ids to look up) in query order, as one
+/// list: the sub-question vectors of a dataset come from one call.
+fn all_subs(per_query: &[Option<Vec<String>>]) -> Vec<&str> {
+    per_query
+        .iter()
+        .flatten()
+        .flatten()
+        .map(String::as_str)
+        .collect()
+}
+
+/// Splits `flat`, the `dim`-float vectors of [`all_subs`] of `per_query`, back into each
+/// query's share (`None` where the query has no decomposition).
+fn split_subs(
+    flat: &[f32],
+    per_query: &[Option<Vec<String>>],
+    dim: usize,
+) -> Vec<Option<Vec<f32>>> {
+    let mut at = 0;
+    per_query
+        .iter()
+        .map(|subs| {
+            subs.as_ref().map(|subs| {
+                let v = flat[at..at + subs.len() * dim].to_vec();
+                at += subs.len() * dim;
+                v
+            })
+        })
+        .collect()
 }
 
 /// The sub-question ids a `subqueries` vectors file is keyed by: `<query id>#<hop>`, hops
@@ -432,24 +513,8 @@ fn from_files(
     let subqueries = match (&x.subqueries, any_sub) {
         (Some(t), true) => {
             same_dim(t)?;
-            let all: Vec<&str> = sub_ids
-                .iter()
-                .flatten()
-                .flatten()
-                .map(String::as_str)
-                .collect();
-            let flat = t.ordered(&all, "sub-question")?;
-            let mut at = 0;
-            sub_ids
-                .iter()
-                .map(|ids| {
-                    ids.as_ref().map(|ids| {
-                        let v = flat[at..at + ids.len() * dim].to_vec();
-                        at += ids.len() * dim;
-                        v
-                    })
-                })
-                .collect()
+            let flat = t.ordered(&all_subs(&sub_ids), "sub-question")?;
+            split_subs(&flat, &sub_ids, dim)
         }
         (Some(t), false) => {
             return Err(Error::field(

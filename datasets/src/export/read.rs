@@ -11,12 +11,14 @@ use std::collections::{BTreeSet, HashMap};
 use std::fs;
 use std::path::Path;
 
+use serde::de::DeserializeOwned;
+
 use super::identity::{read_manifest, verify};
 use super::on_demand::OnDemand;
 use super::{
     Bm25Stats, Chunk, ChunkText, Export, Manifest, QueryRecord, EXPORT_FILES, EXPORT_VERSION,
 };
-use crate::enrich::{self, KgIndex};
+use crate::enrich::{self, KgIndex, KnowledgeGraph};
 use crate::error::{Error, Result};
 use crate::lexical::{Bm25Index, Bm25Parts, Tokenizer};
 use crate::model::{Span, SubQuestion};
@@ -38,6 +40,34 @@ fn sorted<'a>(names: &[&'a str]) -> Vec<&'a str> {
 
 /// Loads the export in `dir`, checking every file against the manifest's hashes.
 pub fn load(dir: &Path) -> Result<Export> {
+    let manifest = read_verified_manifest(dir)?;
+    let dim = manifest.dim;
+    let corpus = read_corpus(dir)?;
+    let queries = read_queries(dir, &manifest, &corpus.ids)?;
+    let bm25 = read_bm25(dir, corpus.chunks.len())?;
+    Ok(Export {
+        dir: dir.to_path_buf(),
+        manifest,
+        chunks: corpus.chunks,
+        docs: corpus.docs,
+        dim,
+        texts: OnDemand::new(),
+        embeddings: OnDemand::new(),
+        has_content_embeddings: corpus.has_content_embeddings,
+        content_embeddings: OnDemand::new(),
+        queries: queries.records,
+        query_embeddings: queries.embeddings,
+        bm25,
+        kg_index: KgIndex::new(&corpus.kg, corpus.ids.len()),
+        kg: corpus.kg,
+        simgraph: OnDemand::new(),
+        subquery_embeddings: queries.subqueries,
+    })
+}
+
+/// The manifest of the export in `dir`, with every file it lists checked against its hash
+/// before anything is decoded: a stale layout or a changed file is refused up front.
+fn read_verified_manifest(dir: &Path) -> Result<Manifest> {
     let manifest = read_manifest(dir)?;
     let manifest_path = dir.join("manifest.json");
     // another layout's columns mean other things (or are missing): never read one
@@ -70,8 +100,27 @@ pub fn load(dir: &Path) -> Result<Export> {
     for name in manifest.files.keys() {
         verify(dir, &manifest, name)?;
     }
-    let dim = manifest.dim;
+    Ok(manifest)
+}
 
+/// What [`load`] keeps of `corpus.parquet`.
+struct Corpus {
+    /// Chunk ids, sorted and unique (index = chunk index).
+    ids: Vec<String>,
+    /// The chunks, by chunk index.
+    chunks: Vec<Chunk>,
+    /// Document names by document index.
+    docs: Vec<String>,
+    /// The knowledge graph, checked against the corpus.
+    kg: KnowledgeGraph,
+    /// Whether the corpus has content-only vectors (`embedding_content`).
+    has_content_embeddings: bool,
+}
+
+/// Decodes the columns of `corpus.parquet` in `dir` that every leg needs, leaving the texts and
+/// vectors ([`ON_DEMAND`]) to [`texts`] and [`vectors`]. The ids must be sorted and unique: a
+/// chunk is addressed by its position.
+fn read_corpus(dir: &Path) -> Result<Corpus> {
     let path = dir.join("corpus.parquet");
     let schema = pq::column_names(&path)?;
     for required in ["title", "text", "context_header", "embedding"] {
@@ -97,26 +146,7 @@ pub fn load(dir: &Path) -> Result<Export> {
         ));
     }
     let doc_ids = cols.opt_strings("doc_id")?;
-    let starts = cols.opt_u32s("char_start")?;
-    let ends = cols.opt_u32s("char_end")?;
-    let mut spans = Vec::with_capacity(ids.len());
-    for i in 0..ids.len() {
-        let bad = |field: &str, message: &str| {
-            Error::field(
-                &path,
-                format!("row {i} (chunk {:?})", ids[i]),
-                field,
-                message,
-            )
-        };
-        spans.push(match (starts[i], ends[i], &doc_ids[i]) {
-            (None, None, _) => None,
-            (Some(start), Some(end), Some(_)) if start < end => Some(Span { start, end }),
-            (Some(_), Some(_), Some(_)) => return Err(bad("char_end", "is not above char_start")),
-            (Some(_), Some(_), None) => return Err(bad("char_start", "a span without a doc_id")),
-            _ => return Err(bad("char_end", "one of char_start and char_end is null")),
-        });
-    }
+    let spans = read_spans(&path, &cols, &ids, &doc_ids)?;
     let tokens = cols.u32s("token_count")?;
     let kg = enrich::read_kg(dir, &cols)?;
     let doc_set: BTreeSet<&str> = doc_ids.iter().flatten().map(String::as_str).collect();
@@ -134,12 +164,67 @@ pub fn load(dir: &Path) -> Result<Export> {
             span: spans[i],
         })
         .collect();
+    Ok(Corpus {
+        ids,
+        chunks,
+        docs,
+        kg,
+        has_content_embeddings,
+    })
+}
+
+/// Each chunk's span in its document (`char_start`, `char_end` of the corpus at `path`): both
+/// ends or neither, the start below the end, and only in a chunk that names its document, since
+/// a span means nothing without one.
+fn read_spans(
+    path: &Path,
+    cols: &Columns<'_>,
+    ids: &[String],
+    doc_ids: &[Option<String>],
+) -> Result<Vec<Option<Span>>> {
+    let starts = cols.opt_u32s("char_start")?;
+    let ends = cols.opt_u32s("char_end")?;
+    let mut spans = Vec::with_capacity(ids.len());
+    for i in 0..ids.len() {
+        let bad = |field: &str, message: &str| {
+            Error::field(
+                path,
+                format!("row {i} (chunk {:?})", ids[i]),
+                field,
+                message,
+            )
+        };
+        spans.push(match (starts[i], ends[i], &doc_ids[i]) {
+            (None, None, _) => None,
+            (Some(start), Some(end), Some(_)) if start < end => Some(Span { start, end }),
+            (Some(_), Some(_), Some(_)) => return Err(bad("char_end", "is not above char_start")),
+            (Some(_), Some(_), None) => return Err(bad("char_start", "a span without a doc_id")),
+            _ => return Err(bad("char_end", "one of char_start and char_end is null")),
+        });
+    }
+    Ok(spans)
+}
+
+/// What [`load`] keeps of `queries.parquet`.
+struct Queries {
+    /// The queries in dataset order.
+    records: Vec<QueryRecord>,
+    /// Their vectors, row-major.
+    embeddings: Vec<f32>,
+    /// Per query, its sub-question vectors, flattened.
+    subqueries: Vec<Option<Vec<f32>>>,
+}
+
+/// Decodes `queries.parquet` in `dir` against the corpus's chunk `ids`: every gold and chain
+/// chunk must be in the corpus, the grades must agree with the manifest, and each row's
+/// sub-question vectors with its decomposition.
+fn read_queries(dir: &Path, manifest: &Manifest, ids: &[String]) -> Result<Queries> {
+    let dim = manifest.dim;
     let index: HashMap<&str, u32> = ids
         .iter()
         .enumerate()
         .map(|(i, s)| (s.as_str(), i as u32))
         .collect();
-
     let path = dir.join("queries.parquet");
     let names: Vec<String> = pq::column_names(&path)?
         .into_iter()
@@ -155,13 +240,13 @@ pub fn load(dir: &Path) -> Result<Export> {
     let chains = cols.opt_strings("chain_json")?;
     let decomps = cols.opt_strings("decomposition_json")?;
     let convs = cols.opt_strings("conversation_json")?;
-    let labels = cols.strings("labels_json")?;
+    let label_texts = cols.strings("labels_json")?;
     let subs = read_f32_lists(&path, &cols, "subquery_embeddings")?;
     let gold_lens: Vec<usize> = gold_ids
         .iter()
         .map(|g| g.as_ref().map_or(0, Vec::len))
         .collect();
-    let mut grades = gold_grades(&path, &cols, &manifest, &qids, &gold_lens)?.map(Vec::into_iter);
+    let mut grades = gold_grades(&path, &cols, manifest, &qids, &gold_lens)?.map(Vec::into_iter);
     let subqueries_not_brought = manifest.vectors.as_ref().is_some_and(|v| {
         v.absent
             .iter()
@@ -178,25 +263,19 @@ pub fn load(dir: &Path) -> Result<Export> {
                 gold: id.into(),
             })
     };
-    let parse = |row: usize, field: &str, text: &str| -> Result<serde_json::Value> {
-        serde_json::from_str(text)
-            .map_err(|e| Error::field(&path, &qids[row], field, e.to_string()))
-    };
     let mut queries = Vec::with_capacity(qids.len());
     for row in 0..qids.len() {
+        let qid = &qids[row];
         let gold = gold_ids[row]
             .as_ref()
-            .ok_or_else(|| Error::field(&path, &qids[row], "gold_chunk_ids", "is null"))?
+            .ok_or_else(|| Error::field(&path, qid, "gold_chunk_ids", "is null"))?
             .iter()
             .map(|g| resolve(row, "gold_chunk_ids", g))
             .collect::<Result<Vec<_>>>()?;
         let chain = match &chains[row] {
             None => None,
             Some(text) => {
-                let slots: Vec<Vec<String>> =
-                    serde_json::from_value(parse(row, "chain_json", text)?).map_err(|e| {
-                        Error::field(&path, &qids[row], "chain_json", e.to_string())
-                    })?;
+                let slots: Vec<Vec<String>> = decode_json(&path, qid, "chain_json", text)?;
                 Some(
                     slots
                         .iter()
@@ -211,44 +290,22 @@ pub fn load(dir: &Path) -> Result<Export> {
         };
         let decomposition = match &decomps[row] {
             None => None,
-            Some(t) => Some(
-                serde_json::from_value(parse(row, "decomposition_json", t)?).map_err(|e| {
-                    Error::field(&path, &qids[row], "decomposition_json", e.to_string())
-                })?,
-            ),
+            Some(t) => Some(decode_json(&path, qid, "decomposition_json", t)?),
         };
         let conversation = match &convs[row] {
             None => None,
-            Some(t) => Some(
-                serde_json::from_value(parse(row, "conversation_json", t)?).map_err(|e| {
-                    Error::field(&path, &qids[row], "conversation_json", e.to_string())
-                })?,
-            ),
+            Some(t) => Some(decode_json(&path, qid, "conversation_json", t)?),
         };
-        let labels = serde_json::from_value(parse(row, "labels_json", &labels[row])?)
-            .map_err(|e| Error::field(&path, &qids[row], "labels_json", e.to_string()))?;
+        let labels = decode_json(&path, qid, "labels_json", &label_texts[row])?;
         // a dataset that brought its own vectors without sub-question vectors has none, by
         // its manifest
         let want = decomposition
             .as_ref()
             .filter(|_| !subqueries_not_brought)
             .map(|d: &Vec<SubQuestion>| d.len() * dim);
-        let have = subs[row].as_ref().map(Vec::len);
-        if want != have {
-            let show = |x: Option<usize>| x.map_or("null".to_string(), |n| format!("{n} floats"));
-            return Err(Error::field(
-                &path,
-                &qids[row],
-                "subquery_embeddings",
-                format!(
-                    "is {}, the decomposition implies {} (row {row})",
-                    show(have),
-                    show(want)
-                ),
-            ));
-        }
+        check_subquery_floats(&path, qid, row, want, subs[row].as_ref().map(Vec::len))?;
         queries.push(QueryRecord {
-            id: qids[row].clone(),
+            id: qid.clone(),
             text: qtexts[row].clone(),
             gold,
             grades: grades.as_mut().and_then(Iterator::next),
@@ -258,7 +315,51 @@ pub fn load(dir: &Path) -> Result<Export> {
             labels,
         });
     }
+    Ok(Queries {
+        records: queries,
+        embeddings: query_embeddings,
+        subqueries: subs,
+    })
+}
 
+/// The JSON column `field` of query `qid` (in `queries.parquet` at `path`), parsed, then decoded
+/// into `T`: a syntax error and a shape error both name the file, the query and the column.
+fn decode_json<T: DeserializeOwned>(path: &Path, qid: &str, field: &str, text: &str) -> Result<T> {
+    let value: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| Error::field(path, qid, field, e.to_string()))?;
+    serde_json::from_value(value).map_err(|e| Error::field(path, qid, field, e.to_string()))
+}
+
+/// Checks that row `row` (query `qid`) holds the sub-question vector floats its decomposition
+/// implies (`want`, `None`: no vectors) rather than `have`, so a leg never reads another
+/// query's sub-question vectors.
+fn check_subquery_floats(
+    path: &Path,
+    qid: &str,
+    row: usize,
+    want: Option<usize>,
+    have: Option<usize>,
+) -> Result<()> {
+    if want == have {
+        return Ok(());
+    }
+    let show = |x: Option<usize>| x.map_or("null".to_string(), |n| format!("{n} floats"));
+    Err(Error::field(
+        path,
+        qid,
+        "subquery_embeddings",
+        format!(
+            "is {}, the decomposition implies {} (row {row})",
+            show(have),
+            show(want)
+        ),
+    ))
+}
+
+/// The BM25 index from `bm25-stats.json` and `bm25-postings.parquet` in `dir`: the stats must
+/// come from this build's tokenizer and cover all `chunks` of the corpus, or the scores would
+/// mean something else.
+fn read_bm25(dir: &Path, chunks: usize) -> Result<Bm25Index> {
     let path = dir.join("bm25-stats.json");
     let text = fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
     let stats: Bm25Stats =
@@ -275,16 +376,12 @@ pub fn load(dir: &Path) -> Result<Export> {
             ),
         ));
     }
-    if stats.doc_len.len() != chunks.len() {
+    if stats.doc_len.len() != chunks {
         return Err(Error::field(
             &path,
             "stats",
             "doc_len",
-            format!(
-                "has {} entries for {} chunks",
-                stats.doc_len.len(),
-                chunks.len()
-            ),
+            format!("has {} entries for {} chunks", stats.doc_len.len(), chunks),
         ));
     }
     let path = dir.join("bm25-postings.parquet");
@@ -312,27 +409,8 @@ pub fn load(dir: &Path) -> Result<Export> {
         post_chunk,
         post_tf,
     };
-    let bm25 = Bm25Index::from_parts(parts)
-        .map_err(|e| Error::field(&path, "postings", "chunks", e.to_string()))?;
-
-    Ok(Export {
-        dir: dir.to_path_buf(),
-        manifest,
-        chunks,
-        docs,
-        dim,
-        texts: OnDemand::new(),
-        embeddings: OnDemand::new(),
-        has_content_embeddings,
-        content_embeddings: OnDemand::new(),
-        queries,
-        query_embeddings,
-        bm25,
-        kg_index: KgIndex::new(&kg, ids.len()),
-        kg,
-        simgraph: OnDemand::new(),
-        subquery_embeddings: subs,
-    })
+    Bm25Index::from_parts(parts)
+        .map_err(|e| Error::field(&path, "postings", "chunks", e.to_string()))
 }
 
 /// The chunks' texts of `export`, from its corpus file (checked against its hash first).

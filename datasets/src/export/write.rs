@@ -13,7 +13,7 @@ use super::identity::hash_file;
 use super::{Bm25Stats, ExportStats, Manifest, EXPORT_FILES};
 use crate::enrich;
 use crate::error::{Error, Result};
-use crate::lexical::Tokenizer;
+use crate::lexical::{Bm25Index, Tokenizer};
 use crate::parquet_io as pq;
 
 /// Writes `b` into `dir`, replacing what is there; returns `manifest` completed with the file
@@ -65,7 +65,17 @@ pub(super) fn write_atomically(dir: &Path, mut manifest: Manifest, b: &Built) ->
     result.map(|_| manifest)
 }
 
+/// Writes the export's files into `dir`: the corpus with the knowledge graph and the similarity
+/// graph, the queries, then the BM25 index.
 fn write_files(dir: &Path, b: &Built) -> Result<()> {
+    write_corpus(dir, b)?;
+    write_queries(dir, b)?;
+    write_bm25(dir, &b.bm25)
+}
+
+/// Writes `corpus.parquet` (one row per chunk: ids, document, span, texts, token count, vectors
+/// and the knowledge graph's columns), the knowledge graph's and the similarity graph's files.
+fn write_corpus(dir: &Path, b: &Built) -> Result<()> {
     let (c, t) = (&b.chunks, &b.texts);
     let mut cols = vec![
         (
@@ -116,8 +126,13 @@ fn write_files(dir: &Path, b: &Built) -> Result<()> {
     cols.extend(enrich::corpus_columns(&b.kg));
     pq::write(&dir.join("corpus.parquet"), cols)?;
     enrich::write_kg(dir, &b.kg)?;
-    b.simgraph.write(dir)?;
+    b.simgraph.write(dir)
+}
 
+/// Writes `queries.parquet`: chunks are named by id (gold, chains) and documents by name, so the
+/// file reads without the export's chunk order; `gold_grades` only for graded gold.
+fn write_queries(dir: &Path, b: &Built) -> Result<()> {
+    let c = &b.chunks;
     let q = &b.queries;
     let ids_of = |v: &[u32]| {
         v.iter()
@@ -200,14 +215,18 @@ fn write_files(dir: &Path, b: &Built) -> Result<()> {
             .collect();
         columns.insert(4, ("gold_grades", pq::u32_lists(&grades)));
     }
-    pq::write(&dir.join("queries.parquet"), columns)?;
+    pq::write(&dir.join("queries.parquet"), columns)
+}
 
-    let parts = b.bm25.to_parts();
+/// Writes the BM25 index as `bm25-stats.json` (tokenizer, parameters, document lengths) and
+/// `bm25-postings.parquet` (one row per term), what loading rebuilds it from.
+fn write_bm25(dir: &Path, bm25: &Bm25Index) -> Result<()> {
+    let parts = bm25.to_parts();
     let stats = Bm25Stats {
         tokenizer: Tokenizer::english().name().into(),
         params: parts.params,
         chunks: parts.doc_len.len(),
-        avgdl: b.bm25.avgdl(),
+        avgdl: bm25.avgdl(),
         doc_len: parts.doc_len.clone(),
     };
     let path = dir.join("bm25-stats.json");

@@ -368,172 +368,160 @@ fn intro_and_filler(w: &World, e: usize) -> (String, String) {
     let name = ent.name();
     let (y, n, f) = (ent.year, ent.number, ent.flavor);
     let (pron, _) = pronoun(w, e);
+    let d = descriptor(ent.kind, f);
     match ent.kind {
-        Kind::Country => {
-            let d = [
-                "a small coastal country",
-                "a mountainous, landlocked country",
-                "an island country",
-                "a country of broad river plains",
-                "a highland republic",
-                "a federal country of lakes and forests",
-            ][f % 6];
-            (
-                format!("{name} is {d}. It adopted its present constitution in {y}."),
-                format!("About {n} million people live in {name}."),
-            )
-        }
-        Kind::City => {
-            let d = [
-                "a river port",
-                "a hill town",
-                "a university town",
-                "an industrial city",
-                "a coastal resort city",
-                "a railway junction city",
-            ][f % 6];
-            (
-                format!("{name} is {d} first recorded in {y}."),
-                format!("The city has roughly {n},000 inhabitants."),
-            )
-        }
+        Kind::Country => (
+            format!("{name} is {d}. It adopted its present constitution in {y}."),
+            format!("About {n} million people live in {name}."),
+        ),
+        Kind::City => (
+            format!("{name} is {d} first recorded in {y}."),
+            format!("The city has roughly {n},000 inhabitants."),
+        ),
         Kind::Person => {
             let job = profession(w, e);
             let article = article(&job);
-            let known = [
-                "a restless, exacting style",
-                "long collaborations with younger colleagues",
-                "a series of widely read essays",
-                "an unusually private public life",
-                "a dry sense of humour in interviews",
-                "decades of work on a single long project",
-            ][f % 6];
             (
                 format!("{name} (born {y}) is {article} {job}."),
                 format!(
-                    "{} is known for {known} and has received {n} national awards.",
+                    "{} is known for {d} and has received {n} national awards.",
                     capitalise_first(pron)
                 ),
             )
         }
-        Kind::Company => {
-            let d = [
-                "a maker of precision pumps",
-                "an electronics manufacturer",
-                "a shipbuilding and engineering firm",
-                "a maker of kitchen appliances",
-                "a manufacturer of bicycles and small motors",
-                "an optical instruments company",
-            ][f % 6];
-            (
-                format!("{name} is {d} that began trading in {y}."),
-                format!("It employs about {n} people."),
-            )
-        }
-        Kind::Studio => {
-            let d = [
-                "an independent film studio",
-                "a film production company known for its documentaries",
-                "a studio specialising in period dramas",
-                "a film studio with a large sound stage",
-                "a studio known for low-budget thrillers",
-                "a family-owned film studio",
-            ][f % 6];
-            (
-                format!("{name} is {d}, in business since {y}."),
-                format!("It has released more than {} feature films.", n / 40 + 5),
-            )
-        }
-        Kind::Publisher => {
-            let d = [
-                "a publishing house specialising in fiction",
-                "a small literary press",
-                "a publisher of translated literature",
-                "an academic and general-interest publisher",
-                "a publisher of crime fiction and memoirs",
-                "a publisher of illustrated books",
-            ][f % 6];
-            (
-                format!("{name} is {d}, in business since {y}."),
-                format!("Its backlist runs to about {} titles.", n / 10 + 20),
-            )
-        }
-        Kind::Ensemble => {
-            let d = [
-                "a chamber music group",
-                "an amateur choral society",
-                "an early-music ensemble",
-                "a contemporary music group",
-                "a touring folk ensemble",
-                "a youth orchestra",
-            ][f % 6];
-            (
-                format!("{name} is {d} formed in {y}."),
-                format!("It has {n} regular members."),
-            )
-        }
-        Kind::University => {
-            let d = [
-                "a public research university",
-                "a technical university",
-                "a small liberal arts college",
-                "a university known for its medical school",
-                "an agricultural university",
-                "a university of music and fine arts",
-            ][f % 6];
-            (
-                format!("{name} is {d} established in {y}."),
-                format!("It has about {n},000 students."),
-            )
-        }
-        Kind::Film => {
-            let g = [
-                "drama",
-                "thriller",
-                "comedy",
-                "documentary",
-                "science-fiction",
-                "historical",
-                "romantic",
-                "animated",
-            ][f % 8];
-            (
-                format!("{name} is a {y} {g} film."),
-                format!("It runs for {n} minutes."),
-            )
-        }
-        Kind::Book => {
-            let g = [
-                "novel",
-                "short-story collection",
-                "memoir",
-                "crime novel",
-                "travel book",
-                "poetry collection",
-                "historical novel",
-                "children's book",
-            ][f % 8];
-            (
-                format!("{name} is a {g} first published in {y}."),
-                format!("It runs to {n} pages."),
-            )
-        }
-        Kind::Product => {
-            let g = [
-                "portable radio",
-                "electric kettle",
-                "folding bicycle",
-                "desk lamp",
-                "digital camera",
-                "pocket calculator",
-                "sewing machine",
-                "coffee grinder",
-            ][f % 8];
-            (
-                format!("{name} is {} {g} launched in {y}.", article(g)),
-                format!("More than {n},000 units were sold in its first year."),
-            )
-        }
+        Kind::Company => (
+            format!("{name} is {d} that began trading in {y}."),
+            format!("It employs about {n} people."),
+        ),
+        Kind::Studio => (
+            format!("{name} is {d}, in business since {y}."),
+            format!("It has released more than {} feature films.", n / 40 + 5),
+        ),
+        Kind::Publisher => (
+            format!("{name} is {d}, in business since {y}."),
+            format!("Its backlist runs to about {} titles.", n / 10 + 20),
+        ),
+        Kind::Ensemble => (
+            format!("{name} is {d} formed in {y}."),
+            format!("It has {n} regular members."),
+        ),
+        Kind::University => (
+            format!("{name} is {d} established in {y}."),
+            format!("It has about {n},000 students."),
+        ),
+        Kind::Film => (
+            format!("{name} is a {y} {d} film."),
+            format!("It runs for {n} minutes."),
+        ),
+        Kind::Book => (
+            format!("{name} is a {d} first published in {y}."),
+            format!("It runs to {n} pages."),
+        ),
+        Kind::Product => (
+            format!("{name} is {} {d} launched in {y}.", article(d)),
+            format!("More than {n},000 units were sold in its first year."),
+        ),
+    }
+}
+
+/// The phrase that sets an entity of `kind` with flavour `f` apart in its introduction: what a
+/// place or an organisation is, a work's genre, what a person is known for.
+fn descriptor(kind: Kind, f: usize) -> &'static str {
+    match kind {
+        Kind::Country => [
+            "a small coastal country",
+            "a mountainous, landlocked country",
+            "an island country",
+            "a country of broad river plains",
+            "a highland republic",
+            "a federal country of lakes and forests",
+        ][f % 6],
+        Kind::City => [
+            "a river port",
+            "a hill town",
+            "a university town",
+            "an industrial city",
+            "a coastal resort city",
+            "a railway junction city",
+        ][f % 6],
+        Kind::Person => [
+            "a restless, exacting style",
+            "long collaborations with younger colleagues",
+            "a series of widely read essays",
+            "an unusually private public life",
+            "a dry sense of humour in interviews",
+            "decades of work on a single long project",
+        ][f % 6],
+        Kind::Company => [
+            "a maker of precision pumps",
+            "an electronics manufacturer",
+            "a shipbuilding and engineering firm",
+            "a maker of kitchen appliances",
+            "a manufacturer of bicycles and small motors",
+            "an optical instruments company",
+        ][f % 6],
+        Kind::Studio => [
+            "an independent film studio",
+            "a film production company known for its documentaries",
+            "a studio specialising in period dramas",
+            "a film studio with a large sound stage",
+            "a studio known for low-budget thrillers",
+            "a family-owned film studio",
+        ][f % 6],
+        Kind::Publisher => [
+            "a publishing house specialising in fiction",
+            "a small literary press",
+            "a publisher of translated literature",
+            "an academic and general-interest publisher",
+            "a publisher of crime fiction and memoirs",
+            "a publisher of illustrated books",
+        ][f % 6],
+        Kind::Ensemble => [
+            "a chamber music group",
+            "an amateur choral society",
+            "an early-music ensemble",
+            "a contemporary music group",
+            "a touring folk ensemble",
+            "a youth orchestra",
+        ][f % 6],
+        Kind::University => [
+            "a public research university",
+            "a technical university",
+            "a small liberal arts college",
+            "a university known for its medical school",
+            "an agricultural university",
+            "a university of music and fine arts",
+        ][f % 6],
+        Kind::Film => [
+            "drama",
+            "thriller",
+            "comedy",
+            "documentary",
+            "science-fiction",
+            "historical",
+            "romantic",
+            "animated",
+        ][f % 8],
+        Kind::Book => [
+            "novel",
+            "short-story collection",
+            "memoir",
+            "crime novel",
+            "travel book",
+            "poetry collection",
+            "historical novel",
+            "children's book",
+        ][f % 8],
+        Kind::Product => [
+            "portable radio",
+            "electric kettle",
+            "folding bicycle",
+            "desk lamp",
+            "digital camera",
+            "pocket calculator",
+            "sewing machine",
+            "coffee grinder",
+        ][f % 8],
     }
 }
 

@@ -217,12 +217,27 @@ fn pick_avoiding(rng: &mut SplitMix64, pool: &[usize], avoid: &[usize]) -> usize
 }
 
 /// Build the world: names (stream `names`), then facts and attributes (stream `world`).
+///
+/// Each step below draws from the `world` stream in turn, and the synthetic sets are pinned by
+/// digest: the steps' order is the draw order, and must not change.
 pub(crate) fn build(seed: u64, n_entities: usize, confusable_percent: u32) -> World {
     let mut names_rng = SplitMix64::stream(seed, "names");
     let mut rng = SplitMix64::stream(seed, "world");
-    let mut namer = Namer::default();
+    let mut w = name_entities(&mut names_rng, n_entities, confusable_percent);
+    let city_country = place_cities(&mut w, &mut rng);
+    appoint_officials(&mut w, &mut rng, &city_country);
+    relate_persons(&mut w, &mut rng);
+    found_organisations(&mut w, &mut rng);
+    credit_works(&mut w, &mut rng);
+    draw_attributes(&mut w, &mut rng);
+    w
+}
 
-    // Entities, kind by kind; a share of them are confusable twins of an earlier same-kind one.
+/// The world's entities without facts: named kind by kind (from `names_rng`), a share
+/// (`confusable_percent`) of them confusable twins of an earlier same-kind one, so retrieval
+/// has near-duplicate names to tell apart.
+fn name_entities(names_rng: &mut SplitMix64, n_entities: usize, confusable_percent: u32) -> World {
+    let mut namer = Namer::default();
     let mut entities: Vec<Entity> = Vec::with_capacity(n_entities);
     let mut kind_ranges = Vec::with_capacity(Kind::ALL.len());
     for (kind, count) in kind_counts(n_entities) {
@@ -240,7 +255,7 @@ pub(crate) fn build(seed: u64, n_entities: usize, confusable_percent: u32) -> Wo
             } else {
                 None
             };
-            let named = namer.name(&mut names_rng, kind, twin_of.map(|j| &entities[j].named));
+            let named = namer.name(names_rng, kind, twin_of.map(|j| &entities[j].named));
             // A fallback to a fresh name is not a twin.
             let twin_of = twin_of.filter(|&j| {
                 let r = &entities[j].named.roots;
@@ -262,7 +277,7 @@ pub(crate) fn build(seed: u64, n_entities: usize, confusable_percent: u32) -> Wo
         kind_ranges.push((kind, first..entities.len()));
     }
     let n = entities.len();
-    let mut w = World {
+    World {
         entities,
         facts: Vec::new(),
         by_subject: vec![Vec::new(); n],
@@ -270,45 +285,48 @@ pub(crate) fn build(seed: u64, n_entities: usize, confusable_percent: u32) -> Wo
         kind_ranges,
         #[cfg(test)]
         name_widenings: namer.widenings(),
-    };
+    }
+}
 
+/// The twin's object for `rel`, so that a confusable entity gets a *different* object.
+fn twin_obj(w: &World, e: usize, rel: Rel) -> Vec<usize> {
+    w.entities[e]
+        .twin_of
+        .and_then(|t| w.object(t, rel))
+        .into_iter()
+        .collect()
+}
+
+/// Cities -> countries: two per country first (so every country has a capital and a second
+/// city), the rest at random. Returns each city's country, by entity index.
+fn place_cities(w: &mut World, rng: &mut SplitMix64) -> Vec<usize> {
     let countries = w.of_kind(Kind::Country);
     let cities = w.of_kind(Kind::City);
-    let persons = w.of_kind(Kind::Person);
-    let companies = w.of_kind(Kind::Company);
-    let studios = w.of_kind(Kind::Studio);
-    let publishers = w.of_kind(Kind::Publisher);
-    let ensembles = w.of_kind(Kind::Ensemble);
-    let universities = w.of_kind(Kind::University);
-
-    // The twin's object for `rel`, so that a confusable entity gets a *different* object.
-    let twin_obj = |w: &World, e: usize, rel: Rel| -> Vec<usize> {
-        w.entities[e]
-            .twin_of
-            .and_then(|t| w.object(t, rel))
-            .into_iter()
-            .collect()
-    };
-
-    // Cities -> countries: two per country first, the rest at random.
     let mut order = cities.clone();
     rng.shuffle(&mut order);
-    let mut city_country = vec![usize::MAX; n];
+    let mut city_country = vec![usize::MAX; w.entities.len()];
     for (k, &c) in order.iter().enumerate() {
         let country = if k < 2 * countries.len() {
             countries[k % countries.len()]
         } else {
-            let avoid = twin_obj(&w, c, Rel::LocatedIn);
-            pick_avoiding(&mut rng, &countries, &avoid)
+            let avoid = twin_obj(w, c, Rel::LocatedIn);
+            pick_avoiding(rng, &countries, &avoid)
         };
         city_country[c] = country;
     }
     for &c in &cities {
         w.add(c, Rel::LocatedIn, city_country[c]);
     }
+    city_country
+}
 
-    // Officials: distinct persons where possible.
-    let mut officials: Vec<usize> = persons.clone();
+/// Capitals, heads of state and mayors: a capital among the country's own cities
+/// (`city_country`), and distinct persons as officials where there are enough, so an
+/// official's passage answers for one office.
+fn appoint_officials(w: &mut World, rng: &mut SplitMix64, city_country: &[usize]) {
+    let countries = w.of_kind(Kind::Country);
+    let cities = w.of_kind(Kind::City);
+    let mut officials: Vec<usize> = w.of_kind(Kind::Person);
     rng.shuffle(&mut officials);
     let mut next_official = 0usize;
     let mut official = |rng: &mut SplitMix64| {
@@ -320,26 +338,32 @@ pub(crate) fn build(seed: u64, n_entities: usize, confusable_percent: u32) -> Wo
         next_official += 1;
         p
     };
-    let mut own_cities: Vec<Vec<usize>> = vec![Vec::new(); n];
+    let mut own_cities: Vec<Vec<usize>> = vec![Vec::new(); w.entities.len()];
     for &c in &cities {
         own_cities[city_country[c]].push(c);
     }
     for &k in &countries {
         let capital = rng.pick(&own_cities[k]);
         w.add(k, Rel::Capital, capital);
-        let leader = official(&mut rng);
+        let leader = official(rng);
         w.add(k, Rel::HeadOfState, leader);
     }
     for &c in &cities {
-        let mayor = official(&mut rng);
+        let mayor = official(rng);
         w.add(c, Rel::Mayor, mayor);
     }
+}
 
-    // Persons: born_in always; spouses in pairs (never two people sharing a surname);
-    // then member_of / educated_at so that every person states 2-4 relations.
+/// Persons: born_in always; spouses in pairs (never two people sharing a surname);
+/// then member_of / educated_at so that every person states 2-4 relations.
+fn relate_persons(w: &mut World, rng: &mut SplitMix64) {
+    let persons = w.of_kind(Kind::Person);
+    let cities = w.of_kind(Kind::City);
+    let ensembles = w.of_kind(Kind::Ensemble);
+    let universities = w.of_kind(Kind::University);
     for &p in &persons {
-        let avoid = twin_obj(&w, p, Rel::BornIn);
-        let city = pick_avoiding(&mut rng, &cities, &avoid);
+        let avoid = twin_obj(w, p, Rel::BornIn);
+        let city = pick_avoiding(rng, &cities, &avoid);
         w.add(p, Rel::BornIn, city);
     }
     let mut singles = persons.clone();
@@ -374,62 +398,76 @@ pub(crate) fn build(seed: u64, n_entities: usize, confusable_percent: u32) -> Wo
             } else {
                 &universities
             };
-            let avoid = twin_obj(&w, p, rel);
-            let o = pick_avoiding(&mut rng, pool, &avoid);
+            let avoid = twin_obj(w, p, rel);
+            let o = pick_avoiding(rng, pool, &avoid);
             w.add(p, rel, o);
         }
     }
+}
 
-    // Organisations: a founder and a home city.
-    for (pool, home) in [
-        (&companies, Rel::HeadquarteredIn),
-        (&studios, Rel::HeadquarteredIn),
-        (&publishers, Rel::HeadquarteredIn),
-        (&ensembles, Rel::BasedIn),
-        (&universities, Rel::CampusIn),
+/// Organisations: a founder and a home city each.
+fn found_organisations(w: &mut World, rng: &mut SplitMix64) {
+    let persons = w.of_kind(Kind::Person);
+    let cities = w.of_kind(Kind::City);
+    for (kind, home) in [
+        (Kind::Company, Rel::HeadquarteredIn),
+        (Kind::Studio, Rel::HeadquarteredIn),
+        (Kind::Publisher, Rel::HeadquarteredIn),
+        (Kind::Ensemble, Rel::BasedIn),
+        (Kind::University, Rel::CampusIn),
     ] {
-        for &o in pool {
-            let avoid = twin_obj(&w, o, Rel::FoundedBy);
-            let founder = pick_avoiding(&mut rng, &persons, &avoid);
+        for o in w.of_kind(kind) {
+            let avoid = twin_obj(w, o, Rel::FoundedBy);
+            let founder = pick_avoiding(rng, &persons, &avoid);
             w.add(o, Rel::FoundedBy, founder);
-            let avoid = twin_obj(&w, o, home);
-            let city = pick_avoiding(&mut rng, &cities, &avoid);
+            let avoid = twin_obj(w, o, home);
+            let city = pick_avoiding(rng, &cities, &avoid);
             w.add(o, home, city);
         }
     }
+}
 
-    // Works.
+/// Works: a film's director, studio and star (not its director), a book's author and
+/// publisher, a product's maker and designer.
+fn credit_works(w: &mut World, rng: &mut SplitMix64) {
+    let persons = w.of_kind(Kind::Person);
+    let companies = w.of_kind(Kind::Company);
+    let studios = w.of_kind(Kind::Studio);
+    let publishers = w.of_kind(Kind::Publisher);
     for f in w.of_kind(Kind::Film) {
-        let avoid = twin_obj(&w, f, Rel::DirectedBy);
-        let director = pick_avoiding(&mut rng, &persons, &avoid);
+        let avoid = twin_obj(w, f, Rel::DirectedBy);
+        let director = pick_avoiding(rng, &persons, &avoid);
         w.add(f, Rel::DirectedBy, director);
-        let avoid = twin_obj(&w, f, Rel::ProducedBy);
-        let studio = pick_avoiding(&mut rng, &studios, &avoid);
+        let avoid = twin_obj(w, f, Rel::ProducedBy);
+        let studio = pick_avoiding(rng, &studios, &avoid);
         w.add(f, Rel::ProducedBy, studio);
-        let mut avoid = twin_obj(&w, f, Rel::Starring);
+        let mut avoid = twin_obj(w, f, Rel::Starring);
         avoid.push(director);
-        let star = pick_avoiding(&mut rng, &persons, &avoid);
+        let star = pick_avoiding(rng, &persons, &avoid);
         w.add(f, Rel::Starring, star);
     }
     for b in w.of_kind(Kind::Book) {
-        let avoid = twin_obj(&w, b, Rel::WrittenBy);
-        let author = pick_avoiding(&mut rng, &persons, &avoid);
+        let avoid = twin_obj(w, b, Rel::WrittenBy);
+        let author = pick_avoiding(rng, &persons, &avoid);
         w.add(b, Rel::WrittenBy, author);
-        let avoid = twin_obj(&w, b, Rel::PublishedBy);
-        let publisher = pick_avoiding(&mut rng, &publishers, &avoid);
+        let avoid = twin_obj(w, b, Rel::PublishedBy);
+        let publisher = pick_avoiding(rng, &publishers, &avoid);
         w.add(b, Rel::PublishedBy, publisher);
     }
     for p in w.of_kind(Kind::Product) {
-        let avoid = twin_obj(&w, p, Rel::ManufacturedBy);
-        let maker = pick_avoiding(&mut rng, &companies, &avoid);
+        let avoid = twin_obj(w, p, Rel::ManufacturedBy);
+        let maker = pick_avoiding(rng, &companies, &avoid);
         w.add(p, Rel::ManufacturedBy, maker);
-        let avoid = twin_obj(&w, p, Rel::DesignedBy);
-        let designer = pick_avoiding(&mut rng, &persons, &avoid);
+        let avoid = twin_obj(w, p, Rel::DesignedBy);
+        let designer = pick_avoiding(rng, &persons, &avoid);
         w.add(p, Rel::DesignedBy, designer);
     }
+}
 
-    // Attributes.
-    for e in 0..n {
+/// Attributes: each entity's year, descriptor (`flavor`) and free number, in ranges that suit
+/// its kind.
+fn draw_attributes(w: &mut World, rng: &mut SplitMix64) {
+    for e in 0..w.entities.len() {
         let (lo, hi, flavors, number) = match w.entities[e].kind {
             Kind::Country => (1700, 1990, 6, rng.range(2, 60)),
             Kind::City => (900, 1900, 6, rng.range(20, 900)),
@@ -445,7 +483,6 @@ pub(crate) fn build(seed: u64, n_entities: usize, confusable_percent: u32) -> Wo
         w.entities[e].flavor = rng.below(flavors);
         w.entities[e].number = number;
     }
-    w
 }
 
 #[cfg(test)]
