@@ -157,7 +157,13 @@ mod tests {
     #[test]
     fn a_cell_reports_the_failure_that_caused_the_others() {
         let cause = engine("q7", Failure::MissingField("results".into()));
-        let after = engine("q2", Failure::Stopped("request for query `q7`: ...".into()));
+        let after = engine(
+            "q2",
+            Failure::Stopped {
+                query: "q7".into(),
+                first: Box::new(Failure::MissingField("results".into())),
+            },
+        );
         let failures = [
             QueryFailure::of("q2", &after),
             QueryFailure::of("q7", &cause),

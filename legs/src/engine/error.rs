@@ -3,9 +3,10 @@
 //! a cell recorded as `error` says which query broke which backend.
 
 use std::fmt;
+use std::sync::Arc;
 
 /// A first-stage engine that could not answer a request (or could not start).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct EngineError {
     /// What answers, e.g. `external lexical engine`.
     pub engine: &'static str,
@@ -32,7 +33,7 @@ impl EngineError {
     /// Whether this only repeats an earlier failure (a request not sent because the process
     /// had already failed): a cell reports the failure that caused it instead.
     pub fn is_consequence(&self) -> bool {
-        matches!(*self.failure, Failure::Stopped(_))
+        matches!(*self.failure, Failure::Stopped { .. })
     }
 }
 
@@ -40,12 +41,18 @@ impl EngineError {
 impl std::error::Error for EngineError {}
 
 /// What went wrong with an engine's process or its answer.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+///
+/// The errors of the OS and of the datasets crate are carried as themselves (behind an `Arc`,
+/// so a failure can be kept and reported again), not as their text.
+#[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum Failure {
     /// The process could not be started.
     #[error("cannot start the process: {0}")]
-    Spawn(String),
+    Spawn(Arc<std::io::Error>),
+    /// The configured command has no program.
+    #[error("cannot start the process: the command is empty")]
+    EmptyCommand,
     /// The process ended (or closed its output) before answering.
     #[error("the process exited ({status}) before answering{}", stderr_tail(.stderr))]
     Exited {
@@ -111,15 +118,15 @@ pub enum Failure {
         /// Results asked for.
         k: usize,
     },
-    /// The request could not be written to the process.
-    #[error("cannot write the request: {0}")]
-    Write(String),
+    /// The process stopped reading its requests without saying why on its output.
+    #[error("cannot write the request: the process stopped reading")]
+    StoppedReading,
     /// An embedded engine's index could not be built, opened or verified.
     #[error("{0}")]
-    Shard(String),
+    Shard(ShardFailure),
     /// An embedded engine's search failed.
     #[error("search failed: {0}")]
-    Search(String),
+    Search(Arc<hopbench_datasets::Error>),
     /// A hit's payload carries no record id.
     #[error("point {point} has no record id in its payload")]
     MissingPayload {
@@ -137,8 +144,28 @@ pub enum Failure {
         chunk: u32,
     },
     /// The process was stopped by an earlier failure of this cell, so the request was not sent.
-    #[error("not sent: the process was stopped after an earlier failure ({0})")]
-    Stopped(String),
+    #[error(
+        "not sent: the process was stopped after an earlier failure (request for query \
+         `{query}`: {first})"
+    )]
+    Stopped {
+        /// The query whose request failed first.
+        query: String,
+        /// How it failed.
+        first: Box<Failure>,
+    },
+}
+
+/// Why an embedded engine has no index to search.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum ShardFailure {
+    /// This build of hopbench lacks the engine; the message says how to get it.
+    #[error("{0}")]
+    NotBuilt(&'static str),
+    /// Building, opening or verifying the index failed.
+    #[error("{0}")]
+    Index(Arc<hopbench_datasets::Error>),
 }
 
 fn which_result(index: Option<usize>, id: &Option<String>) -> String {
@@ -155,5 +182,55 @@ fn stderr_tail(stderr: &str) -> String {
         String::new()
     } else {
         format!("; its stderr ends: {s}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The failures that carry another error say what it says, in the words they always used.
+    #[test]
+    fn carried_errors_display_as_their_text_in_the_same_words() {
+        let io = std::io::Error::new(std::io::ErrorKind::NotFound, "No such file");
+        assert_eq!(
+            Failure::Spawn(Arc::new(io)).to_string(),
+            "cannot start the process: No such file"
+        );
+        assert_eq!(
+            Failure::EmptyCommand.to_string(),
+            "cannot start the process: the command is empty"
+        );
+        assert_eq!(
+            Failure::StoppedReading.to_string(),
+            "cannot write the request: the process stopped reading"
+        );
+        let data = hopbench_datasets::Error::Config {
+            context: "shard".into(),
+            message: "broken".into(),
+        };
+        let text = data.to_string();
+        let data = Arc::new(data);
+        assert_eq!(
+            Failure::Shard(ShardFailure::Index(data.clone())).to_string(),
+            text
+        );
+        assert_eq!(
+            Failure::Search(data).to_string(),
+            format!("search failed: {text}")
+        );
+        assert_eq!(
+            Failure::Shard(ShardFailure::NotBuilt("not in this build")).to_string(),
+            "not in this build"
+        );
+        let stopped = Failure::Stopped {
+            query: "q7".into(),
+            first: Box::new(Failure::MissingField("results".into())),
+        };
+        assert_eq!(
+            stopped.to_string(),
+            "not sent: the process was stopped after an earlier failure (request for query \
+             `q7`: the answer has no `results`)"
+        );
     }
 }

@@ -193,7 +193,7 @@ struct Proc {
     stderr: Arc<Mutex<String>>,
     threads: Vec<JoinHandle<()>>,
     /// The first failure; once set the process is stopped and every request fails.
-    failed: Option<String>,
+    failed: Option<(String, Failure)>,
     /// Whether the child has been waited for.
     reaped: bool,
 }
@@ -320,7 +320,7 @@ impl ExternalEngine {
         let (program, args) = spec
             .command
             .split_first()
-            .ok_or_else(|| fail(Failure::Spawn("the command is empty".into())))?;
+            .ok_or_else(|| fail(Failure::EmptyCommand))?;
         let dir = std::path::absolute(&export.dir).unwrap_or_else(|_| export.dir.clone());
         let mut cmd = Command::new(program);
         cmd.args(args)
@@ -340,7 +340,7 @@ impl ExternalEngine {
         }
         let mut child = cmd
             .spawn()
-            .map_err(|e| fail(Failure::Spawn(e.to_string())))?;
+            .map_err(|e| fail(Failure::Spawn(Arc::new(e))))?;
         let pid = child.id();
         let stdin = child.stdin.take().expect("stdin is piped");
         let stdout = child.stdout.take().expect("stdout is piped");
@@ -430,7 +430,7 @@ impl ExternalEngine {
             return Err(proc
                 .next_line(Duration::from_millis(self.timeout_ms), self.timeout_ms)
                 .err()
-                .unwrap_or_else(|| Failure::Write("the process stopped reading".into())));
+                .unwrap_or_else(|| Failure::StoppedReading));
         }
         let line = proc.next_line(Duration::from_millis(self.timeout_ms), self.timeout_ms)?;
         parse_answer(&line, q.id, k, |id| self.export.chunk_index(id))
@@ -444,15 +444,19 @@ impl Engine for ExternalEngine {
 
     fn search(&self, q: &QueryInput<'_>, k: usize) -> Result<Vec<Candidate>, EngineError> {
         let mut proc = self.proc.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(first) = &proc.failed {
-            return Err(self.error(q.id, Failure::Stopped(first.clone())));
+        if let Some((query, first)) = &proc.failed {
+            let stopped = Failure::Stopped {
+                query: query.clone(),
+                first: Box::new(first.clone()),
+            };
+            return Err(self.error(q.id, stopped));
         }
         match self.exchange(&mut proc, q, k) {
             Ok(list) => Ok(list),
             Err(failure) => {
                 proc.stop(Duration::ZERO);
                 let err = self.error(q.id, failure);
-                proc.failed = Some(format!("request for query `{}`: {}", q.id, err.failure));
+                proc.failed = Some((q.id.to_string(), (*err.failure).clone()));
                 Err(err)
             }
         }
@@ -769,9 +773,7 @@ mod tests {
         // the engine is stopped: the next request names the first failure
         let again = engine.search(&query(&export, 2), 5).unwrap_err();
         match &*again.failure {
-            Failure::Stopped(first) => {
-                assert!(first.contains(&format!("query `{}`", q.id)), "{first}")
-            }
+            Failure::Stopped { query, .. } => assert_eq!(query, &q.id),
             other => panic!("{other:?}"),
         }
         *e.failure

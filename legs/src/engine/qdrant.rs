@@ -69,7 +69,7 @@ pub fn not_built() -> LegError {
         engine: "qdrant",
         command: String::new(),
         query_id: None,
-        failure: Box::new(super::Failure::Shard(NOT_BUILT.into())),
+        failure: Box::new(super::Failure::Shard(super::ShardFailure::NotBuilt(NOT_BUILT))),
     })
 }
 
