@@ -6,7 +6,7 @@ use std::fmt;
 use std::sync::Arc;
 
 /// A first-stage engine that could not answer a request (or could not start).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EngineError {
     /// What answers, e.g. `external lexical engine`.
     pub engine: &'static str,
@@ -42,14 +42,14 @@ impl std::error::Error for EngineError {}
 
 /// What went wrong with an engine's process or its answer.
 ///
-/// The errors of the OS and of the datasets crate are carried as themselves (behind an `Arc`,
-/// so a failure can be kept and reported again), not as their text.
-#[derive(Debug, Clone, thiserror::Error)]
+/// The errors of the OS and of the datasets crate are carried as themselves ([`Carried`]), not
+/// as their text.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum Failure {
     /// The process could not be started.
     #[error("cannot start the process: {0}")]
-    Spawn(Arc<std::io::Error>),
+    Spawn(Carried<std::io::Error>),
     /// The configured command has no program.
     #[error("cannot start the process: the command is empty")]
     EmptyCommand,
@@ -126,7 +126,7 @@ pub enum Failure {
     Shard(ShardFailure),
     /// An embedded engine's search failed.
     #[error("search failed: {0}")]
-    Search(Arc<hopbench_datasets::Error>),
+    Search(Carried<hopbench_datasets::Error>),
     /// A hit's payload carries no record id.
     #[error("point {point} has no record id in its payload")]
     MissingPayload {
@@ -156,8 +156,41 @@ pub enum Failure {
     },
 }
 
+/// Another crate's error, carried as itself behind an `Arc` (so a failure can be kept and
+/// reported again). Two are equal when they say the same: the errors it carries have no
+/// equality of their own, and a failure is compared by what it reports.
+#[derive(Debug)]
+pub struct Carried<E>(pub Arc<E>);
+
+impl<E> Carried<E> {
+    /// Carries `error`.
+    pub fn new(error: E) -> Self {
+        Carried(Arc::new(error))
+    }
+}
+
+impl<E> Clone for Carried<E> {
+    fn clone(&self) -> Self {
+        Carried(self.0.clone())
+    }
+}
+
+impl<E: fmt::Display> fmt::Display for Carried<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl<E: fmt::Display> PartialEq for Carried<E> {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0) || self.0.to_string() == other.0.to_string()
+    }
+}
+
+impl<E: fmt::Display> Eq for Carried<E> {}
+
 /// Why an embedded engine has no index to search.
-#[derive(Debug, Clone, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ShardFailure {
     /// This build of hopbench lacks the engine; the message says how to get it.
@@ -165,7 +198,7 @@ pub enum ShardFailure {
     NotBuilt(&'static str),
     /// Building, opening or verifying the index failed.
     #[error("{0}")]
-    Index(Arc<hopbench_datasets::Error>),
+    Index(Carried<hopbench_datasets::Error>),
 }
 
 fn which_result(index: Option<usize>, id: &Option<String>) -> String {
@@ -194,7 +227,7 @@ mod tests {
     fn carried_errors_display_as_their_text_in_the_same_words() {
         let io = std::io::Error::new(std::io::ErrorKind::NotFound, "No such file");
         assert_eq!(
-            Failure::Spawn(Arc::new(io)).to_string(),
+            Failure::Spawn(Carried::new(io)).to_string(),
             "cannot start the process: No such file"
         );
         assert_eq!(
@@ -210,7 +243,7 @@ mod tests {
             message: "broken".into(),
         };
         let text = data.to_string();
-        let data = Arc::new(data);
+        let data = Carried::new(data);
         assert_eq!(
             Failure::Shard(ShardFailure::Index(data.clone())).to_string(),
             text

@@ -59,7 +59,7 @@ use hopbench_datasets::export::Export;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::error::{EngineError, Failure};
+use super::error::{Carried, EngineError, Failure};
 use super::{
     group_of, read_group, CacheInputs, Engine, EngineKind, ExportRef, Side, SideKind, Vectors,
 };
@@ -340,7 +340,7 @@ impl ExternalEngine {
         }
         let mut child = cmd
             .spawn()
-            .map_err(|e| fail(Failure::Spawn(Arc::new(e))))?;
+            .map_err(|e| fail(Failure::Spawn(Carried::new(e))))?;
         let pid = child.id();
         let stdin = child.stdin.take().expect("stdin is piped");
         let stdout = child.stdout.take().expect("stdout is piped");

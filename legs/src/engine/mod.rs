@@ -50,7 +50,7 @@ engines! {
 }
 
 pub use bm25::{Bm25, Bm25Spec};
-pub use error::{EngineError, Failure, ShardFailure};
+pub use error::{Carried, EngineError, Failure, ShardFailure};
 pub use exact::{Exact, ExactDense, Vectors};
 pub use external::{ExternalEngine, ExternalSpec};
 pub use qdrant::{QdrantDense, QdrantSpec};

@@ -10,7 +10,7 @@ use hopbench_datasets::hnsw::{self, Expected, Hit, HnswSettings, HnswShard};
 use super::{shard_dir, QdrantSpec};
 use crate::candidate::{top_k, Candidate};
 use crate::engine::exact::dot;
-use crate::engine::{Engine, EngineError, Failure, ShardFailure, Vectors};
+use crate::engine::{Carried, Engine, EngineError, Failure, ShardFailure, Vectors};
 use crate::leg::{LegError, QueryInput};
 
 /// [`EngineKind::build`](crate::engine::EngineKind::build) of the engine.
@@ -73,7 +73,7 @@ pub fn shard_for(
             engine: "qdrant",
             command: dir.display().to_string(),
             query_id: None,
-            failure: Box::new(Failure::Shard(ShardFailure::Index(Arc::new(e)))),
+            failure: Box::new(Failure::Shard(ShardFailure::Index(Carried::new(e)))),
         })
     })?;
     let shard = Arc::new(shard);
@@ -110,7 +110,7 @@ impl QdrantDense {
         let hits = self
             .shard
             .search(query, k, self.hnsw_ef)
-            .map_err(|e| Failure::Search(Arc::new(e)))?;
+            .map_err(|e| Failure::Search(Carried::new(e)))?;
         // `new` read these vectors (to open the shard), and a part once read stays read
         let rows = self
             .vectors
@@ -218,7 +218,7 @@ mod tests {
     fn a_hit_without_a_record_id_is_an_error_not_a_shorter_list() {
         let hits = [hit(1, Some("c1")), hit(2, None)];
         let e = candidates(&hits, 5, chunk_of, |_| 0.0).unwrap_err();
-        assert!(matches!(e, Failure::MissingPayload { point: 2 }), "{e:?}");
+        assert_eq!(e, Failure::MissingPayload { point: 2 });
         assert!(e.to_string().contains("point 2"), "{e}");
     }
 
@@ -250,6 +250,6 @@ mod tests {
             |_| 0.0,
         )
         .unwrap_err();
-        assert!(matches!(e, Failure::TooMany { got: 2, k: 1 }), "{e:?}");
+        assert_eq!(e, Failure::TooMany { got: 2, k: 1 });
     }
 }
