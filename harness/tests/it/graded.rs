@@ -27,6 +27,17 @@ const BINARY: &str =
 const RUN: &str = "q1 Q0 d2 1 3 mine\nq1 Q0 d3 2 2 mine\nq1 Q0 d1 3 1 mine\n\
                    q2 Q0 d5 1 2 mine\nq2 Q0 d4 2 1 mine\n";
 
+/// The matrix of the fixture's datasets, one thread, no curves or report.
+const MATRIX: [&str; 7] = [
+    "run-matrix",
+    "--threads",
+    "1",
+    "--no-curves",
+    "--no-report",
+    "--data-dir",
+    "data",
+];
+
 fn setup() -> Env {
     let env = Env::new();
     for (name, qrels) in [("g", GRADED), ("b", BINARY)] {
@@ -61,15 +72,7 @@ fn close(a: &Value, b: f64) {
 #[test]
 fn graded_qrels_give_graded_ndcg_and_say_so_binary_qrels_stay_binary() {
     let env = setup();
-    let out = env.run(&[
-        "run-matrix",
-        "--threads",
-        "1",
-        "--no-curves",
-        "--no-report",
-        "--data-dir",
-        "data",
-    ]);
+    let out = env.run(&MATRIX);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -137,15 +140,7 @@ fn graded_qrels_give_graded_ndcg_and_say_so_binary_qrels_stay_binary() {
     );
 
     // a rerun finds every cell cached, from the export's head, and writes the same qrels
-    let again = env.run(&[
-        "run-matrix",
-        "--threads",
-        "1",
-        "--no-curves",
-        "--no-report",
-        "--data-dir",
-        "data",
-    ]);
+    let again = env.run(&MATRIX);
     let err = String::from_utf8_lossy(&again.stderr);
     assert!(
         err.contains("g: 5 chunks, 2 queries evaluated; nDCG gain graded")
@@ -164,17 +159,7 @@ fn graded_qrels_give_graded_ndcg_and_say_so_binary_qrels_stay_binary() {
 #[test]
 fn a_campaigns_metrics_add_measures_to_every_cell_and_a_column_to_the_matrix() {
     let env = setup();
-    let args = [
-        "run-matrix",
-        "--threads",
-        "1",
-        "--no-curves",
-        "--no-report",
-        "--data-dir",
-        "data",
-        "--datasets",
-        "g",
-    ];
+    let args = [&MATRIX[..], &["--datasets", "g"]].concat();
     env.ok(&args);
     let plain = env.summary("results", "g", "mine");
     assert!(plain["inputs"].get("measures").is_none(), "{plain}");
