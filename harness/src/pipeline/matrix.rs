@@ -579,11 +579,14 @@ fn run_queries(
 ) -> (Vec<QueryResult>, Option<String>, f64) {
     let bar =
         crate::pipeline::progress::Progress::new(s.progress, label, "queries", idx.len() as u64);
+    // what every query is scored on, resolved once for the cell
+    let measured =
+        crate::analysis::metrics::measured(&campaign.recall_k, &campaign.extra_measures());
     let started = Instant::now();
     let results: Vec<Result<QueryResult, evaluate::QueryFailure>> = pool.install(|| {
         idx.par_iter()
             .map(|&q| {
-                let r = query_result(campaign, export, leg, q);
+                let r = query_result(&measured, export, leg, q);
                 bar.inc(1);
                 r
             })
@@ -600,14 +603,13 @@ fn run_queries(
 /// One query through a leg: retrieve, select, score. Single-threaded and order-fixed, so its
 /// numbers do not depend on the pool it runs in.
 fn query_result(
-    campaign: &Campaign,
+    measured: &[crate::analysis::metrics::At],
     export: &Export,
     leg: &dyn Leg,
     q: usize,
 ) -> Result<QueryResult, evaluate::QueryFailure> {
     let input = QueryInput::from_export(export, q);
     let rec = &export.queries[q];
-    let extra = &campaign.extra_measures();
     let fail = |e: LegError| evaluate::QueryFailure::of(&rec.id, &e);
     // the timed span includes an external engine's round trip
     let t0 = Instant::now();
@@ -623,7 +625,7 @@ fn query_result(
     });
     Ok(QueryResult {
         id: rec.id.clone(),
-        metrics: evaluate::evaluate(export, rec, &selection, &campaign.recall_k, extra),
+        metrics: evaluate::score(export, rec, &selection, measured),
         tokens_selected: selection.tokens,
         tokens_at_10: evaluate::tokens_of_prefix(export, &selection, evaluate::CUT),
         selected: selection.chunks.len(),

@@ -430,7 +430,7 @@ impl ExternalEngine {
             return Err(proc
                 .next_line(Duration::from_millis(self.timeout_ms), self.timeout_ms)
                 .err()
-                .unwrap_or_else(|| Failure::StoppedReading));
+                .unwrap_or(Failure::StoppedReading));
         }
         let line = proc.next_line(Duration::from_millis(self.timeout_ms), self.timeout_ms)?;
         parse_answer(&line, q.id, k, |id| self.export.chunk_index(id))
