@@ -737,8 +737,17 @@ pub fn measured(recall_k: &[usize], extra: &[String]) -> Vec<At> {
             cuts.iter().map(move |&k| At::new(metric, k))
         })
         .collect();
+    let extras = new_extras(extra, &out);
+    out.extend(extras);
+    out
+}
+
+/// The measures of `extra` (names from [`extra_measures`]; one that does not parse is left
+/// out) that `have` does not hold already, each once.
+fn new_extras(extra: &[String], have: &[At]) -> Vec<At> {
+    let mut out: Vec<At> = Vec::new();
     for at in extra.iter().filter_map(|name| At::parse(name).ok()) {
-        if !out.iter().any(|o| o.name() == at.name()) {
+        if !have.iter().chain(&out).any(|o| o.name() == at.name()) {
             out.push(at);
         }
     }
@@ -779,11 +788,8 @@ pub fn matrix_columns(extra: &[String]) -> Vec<(At, bool)> {
                 .map(move |c| (At::new(metric, c.k), c.ci))
         })
         .collect();
-    for at in extra.iter().filter_map(|name| At::parse(name).ok()) {
-        if !out.iter().any(|(o, _)| o.name() == at.name()) {
-            out.push((at, true));
-        }
-    }
+    let have: Vec<At> = out.iter().map(|(at, _)| *at).collect();
+    out.extend(new_extras(extra, &have).into_iter().map(|at| (at, true)));
     out
 }
 
