@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """An external lexical engine for hopbench: BM25 over an export's corpus with bm25s, speaking the
-JSON-lines protocol of legs/src/engine/external.rs.
+JSON-lines protocol of legs/src/engine/external.rs through hopbench.backend.serve.
 
 It reproduces hopbench's built-in BM25 (datasets/src/lexical.rs) ranking for ranking:
 - the analyzer: lowercase, runs of two or more Unicode alphanumerics or `_` (Rust's
@@ -14,6 +14,7 @@ It reproduces hopbench's built-in BM25 (datasets/src/lexical.rs) ranking for ran
   order (a repeated query term counts twice), as hopbench does;
 - only chunks with a positive score, best first, ties on ascending chunk id (the corpus is
   sorted by id).
+The text indexed is the export's (header, joiner, body: Corpus.texts), as hopbench indexes it.
 Measured: identical rankings (top 100) to the built-in `lexical` leg on every query of
 synthetic, musique-train100 and hotpotqa-train100.
 
@@ -26,16 +27,19 @@ for a run by hand.
 needs: pip install bm25s==0.3.16 PyStemmer==2.2.0.3 regex==2026.5.9 pyarrow==26.0.1
 """
 import argparse
-import json
-import os
 import pathlib
 import sys
 
 import bm25s
 import numpy as np
-import pyarrow.parquet as pq
 import regex
 import Stemmer
+
+try:
+    from hopbench.backend import BackendError, serve
+except ImportError:  # run from the source tree, the package not installed
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "python"))
+    from hopbench.backend import BackendError, serve
 
 # hopbench's datasets/src/lexical.rs STOPWORDS_EN (the Lucene English set)
 STOPWORDS = frozenset(["a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is",
@@ -54,49 +58,41 @@ class Analyzer:
         return [self.stemmer.stemWord(w) for w in WORD.findall(text.lower()) if w not in STOPWORDS]
 
 
-def load(export):
-    stats = json.loads((export / "bm25-stats.json").read_text())
+def build(corpus):
+    """The BM25 index over the export's corpus, and the search function that answers from it."""
+    stats = corpus.bm25_stats
     if stats.get("tokenizer") != TOKENIZER:
-        sys.exit(f"bm25s_backend: {export}/bm25-stats.json: tokenizer {stats.get('tokenizer')!r}, "
-                 f"this backend reproduces {TOKENIZER!r}")
-    corpus = pq.read_table(export / "corpus.parquet",
-                           columns=["chunk_id", "text", "context_header"]).to_pydict()
-    # what hopbench indexes: the context header and the text (Chunk::full_text)
-    texts = [t if h is None else f"{h}\n{t}" for t, h in zip(corpus["text"], corpus["context_header"])]
+        raise BackendError(f"{corpus.export}/bm25-stats.json: tokenizer {stats.get('tokenizer')!r}, "
+                           f"this backend reproduces {TOKENIZER!r}")
     # hopbench holds k1 and b as f32
     k1, b = (float(np.float32(stats["params"][p])) for p in ("k1", "b"))
-    return corpus["chunk_id"], texts, k1, b
-
-
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--export", default=os.environ.get("HOPBENCH_EXPORT"),
-                    help="the export directory (default: $HOPBENCH_EXPORT)")
-    args = ap.parse_args()
-    if not args.export:
-        sys.exit("bm25s_backend: no export directory (HOPBENCH_EXPORT or --export)")
-    ids, texts, k1, b = load(pathlib.Path(args.export))
     analyzer = Analyzer()
     retriever = bm25s.BM25(method="lucene", k1=k1, b=b, dtype="float64")
-    retriever.index([analyzer.tokens(t) for t in texts], show_progress=False)
+    retriever.index([analyzer.tokens(t) for t in corpus.texts], show_progress=False)
     # impacts rounded to float32 once, then summed in float32
     retriever.scores["data"] = retriever.scores["data"].astype(np.float32)
     retriever.dtype = "float32"
     vocab = retriever.vocab_dict
-    order = np.arange(len(ids))
-    print(json.dumps({"ready": True}), flush=True)
-    for line in sys.stdin:
-        request = json.loads(line)
+
+    def search(query_id, text, vector, k):
         # unknown terms score nothing; a repeated term counts twice, as in hopbench
-        known = [t for t in analyzer.tokens(request["text"]) if t in vocab]
-        results = []
-        if known:
-            scores = np.asarray(retriever.get_scores(known))
-            hit = np.flatnonzero(scores > 0)
-            # score descending, ties on ascending chunk index (= ascending chunk id)
-            best = hit[np.lexsort((order[hit], -scores[hit]))][: request["k"]]
-            results = [{"id": ids[i], "score": float(scores[i])} for i in best]
-        print(json.dumps({"query_id": request["query_id"], "results": results}), flush=True)
+        known = [t for t in analyzer.tokens(text) if t in vocab]
+        if not known:
+            return []
+        scores = np.asarray(retriever.get_scores(known))
+        hit = np.flatnonzero(scores > 0)
+        # score descending, ties on ascending chunk index (= ascending chunk id)
+        best = hit[np.lexsort((hit, -scores[hit]))][:k]
+        return [(corpus.ids[i], scores[i]) for i in best]
+
+    return search
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--export", help="the export directory (default: $HOPBENCH_EXPORT)")
+    args = ap.parse_args()
+    serve(setup=build, side="lexical", export=args.export)
 
 
 if __name__ == "__main__":
