@@ -28,6 +28,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{utf8_error_position, Error, Result};
 
+mod fields;
+use fields::{parse_f64, parse_i64};
+
 /// The format of a run file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -136,14 +139,16 @@ fn finite(score: f64) -> Option<f64> {
 }
 
 /// Bytes read per step of the line readers (lines never straddle a step's end).
-const STEP: u64 = 8 << 20;
+const STEP: u64 = 256 << 10;
 
-/// Calls `each(line number, line)` for every line of `path`, reading it in steps of [`STEP`]
-/// bytes and checking UTF-8 a step at a time. `what` names the format in errors.
-fn for_each_line(
+/// Calls `each(line number, columns, count)` for every line of `path` (see
+/// [`fields::for_each_row`]: its first `N` white-space separated columns and how many it has),
+/// reading it in steps of [`STEP`] bytes and checking UTF-8 a step at a time. `what` names the
+/// format in errors.
+fn read_rows<const N: usize>(
     path: &Path,
     what: &str,
-    each: &mut dyn FnMut(usize, &str) -> Result<()>,
+    each: &mut dyn FnMut(usize, &[&str; N], usize) -> Result<()>,
 ) -> Result<()> {
     let mut file = crate::presence::open_file(path)?;
     let mut buf: Vec<u8> = Vec::new();
@@ -177,10 +182,7 @@ fn for_each_line(
         } else {
             text
         };
-        for l in text.split_terminator('\n') {
-            line += 1;
-            each(line, l)?;
-        }
+        line += fields::for_each_row(text, |i, cols, count| each(line + i + 1, cols, count))?;
         buf.drain(..end);
         if eof {
             return Ok(());
@@ -189,29 +191,18 @@ fn for_each_line(
 }
 
 fn read_trec(path: &Path, visit: &mut dyn FnMut(Record<'_>) -> Result<()>) -> Result<()> {
-    for_each_line(path, "TREC run", &mut |n, line| {
-        let mut cols = line.split_ascii_whitespace();
-        let mut c = [""; 6];
-        let mut found = 0;
-        for (slot, col) in c.iter_mut().zip(&mut cols) {
-            *slot = col;
-            found += 1;
-        }
+    read_rows::<6>(path, "TREC run", &mut |n, c, found| {
         if found == 0 {
             return Ok(());
         }
-        let extra = cols.count();
-        if found + extra != 6 {
+        if found != 6 {
             return Err(Error::malformed(
                 path,
                 format!("TREC run line {n}"),
-                format!(
-                    "expected 6 columns (qid Q0 docid rank score tag), found {}",
-                    found + extra
-                ),
+                format!("expected 6 columns (qid Q0 docid rank score tag), found {found}"),
             ));
         }
-        if c[3].parse::<i64>().is_err() {
+        if parse_i64(c[3]).is_none() {
             return Err(Error::field(
                 path,
                 format!("line {n}"),
@@ -219,7 +210,7 @@ fn read_trec(path: &Path, visit: &mut dyn FnMut(Record<'_>) -> Result<()>) -> Re
                 format!("`{}` is not an integer", c[3]),
             ));
         }
-        let score = c[4].parse::<f64>().ok().and_then(finite).ok_or_else(|| {
+        let score = parse_f64(c[4]).and_then(finite).ok_or_else(|| {
             Error::field(
                 path,
                 format!("line {n}"),
@@ -404,40 +395,36 @@ fn read_parquet(path: &Path, visit: &mut dyn FnMut(Record<'_>) -> Result<()>) ->
     })
 }
 
-/// One line of a TREC qrels file: `qid iter docid rel`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Judgement {
-    /// 1-based line number.
-    pub line: usize,
+/// One line of a TREC qrels file, borrowed from the reader's buffer.
+#[derive(Debug, Clone, Copy)]
+pub struct Qrel<'a> {
+    /// Where it is (a file's line; other sources name their own places).
+    pub at: At,
     /// Query id, as written.
-    pub query: String,
+    pub query: &'a str,
     /// Document id, as written.
-    pub doc: String,
-    /// Relevance grade (relevant when > 0, as trec_eval reads it).
+    pub doc: &'a str,
+    /// Relevance grade.
     pub rel: i64,
 }
 
 /// Reads a TREC qrels file (`qid iter docid rel`, white-space separated, blank lines skipped),
-/// in file order. A line with another column count or a `rel` that is not an integer is an
-/// error naming the line.
-pub fn read_qrels(path: &Path) -> Result<Vec<Judgement>> {
-    let mut out = Vec::new();
-    for_each_line(path, "TREC qrels", &mut |n, line| {
-        let cols: Vec<&str> = line.split_ascii_whitespace().collect();
-        if cols.is_empty() {
+/// handing each judgement to `visit` in file order, without holding the file. A line with
+/// another column count or a `rel` that is not an integer is an error naming the line; the
+/// first error (the reader's or the visitor's) stops the read.
+pub fn for_each_qrel(path: &Path, visit: &mut dyn FnMut(Qrel<'_>) -> Result<()>) -> Result<()> {
+    read_rows::<4>(path, "TREC qrels", &mut |n, cols, found| {
+        if found == 0 {
             return Ok(());
         }
-        if cols.len() != 4 {
+        if found != 4 {
             return Err(Error::malformed(
                 path,
                 format!("TREC qrels line {n}"),
-                format!(
-                    "expected 4 columns (qid iter docid rel), found {}",
-                    cols.len()
-                ),
+                format!("expected 4 columns (qid iter docid rel), found {found}"),
             ));
         }
-        let rel = cols[3].parse::<i64>().map_err(|_| {
+        let rel = parse_i64(cols[3]).ok_or_else(|| {
             Error::field(
                 path,
                 format!("line {n}"),
@@ -445,15 +432,13 @@ pub fn read_qrels(path: &Path) -> Result<Vec<Judgement>> {
                 format!("`{}` is not an integer", cols[3]),
             )
         })?;
-        out.push(Judgement {
-            line: n,
-            query: cols[0].to_string(),
-            doc: cols[2].to_string(),
+        visit(Qrel {
+            at: At::Line(n),
+            query: cols[0],
+            doc: cols[2],
             rel,
-        });
-        Ok(())
-    })?;
-    Ok(out)
+        })
+    })
 }
 
 /// Undoes hopbench's TREC percent-encoding: `%XX` becomes byte `XX`. `None` when `id` holds no
@@ -775,11 +760,19 @@ mod tests {
 
     #[test]
     fn qrels_read_and_errors() {
+        fn read_qrels(path: &Path) -> Result<Vec<(At, String, String, i64)>> {
+            let mut out = Vec::new();
+            for_each_qrel(path, &mut |j| {
+                out.push((j.at, j.query.to_string(), j.doc.to_string(), j.rel));
+                Ok(())
+            })?;
+            Ok(out)
+        }
         let dir = tempfile::tempdir().unwrap();
         let p = write(dir.path(), "q.txt", "q1 0 d1 1\n\nq1 0 d2 0\nq2 0 d3 -1\n");
         let j = read_qrels(&p).unwrap();
         assert_eq!(j.len(), 3);
-        assert_eq!((j[2].line, j[2].rel, j[2].doc.as_str()), (4, -1, "d3"));
+        assert_eq!((j[2].0, j[2].3, j[2].2.as_str()), (At::Line(4), -1, "d3"));
         let p = write(dir.path(), "b.txt", "q1 0 d1 1\nq1 d2 1\n");
         let e = read_qrels(&p).unwrap_err().to_string();
         assert!(

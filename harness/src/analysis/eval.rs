@@ -42,12 +42,15 @@ use crate::analysis::measures::Graded;
 use crate::analysis::metrics::{self, At as Metric, Judged};
 use crate::pipeline::campaign::StatsConfig;
 
+mod source;
+pub use source::{QrelsFile, QrelsSource, RunFile, RunSource};
+
 /// A TREC qrels file, read and checked.
 #[derive(Debug)]
 pub struct Qrels {
     path: PathBuf,
     queries: Vec<QrelsQuery>,
-    index: HashMap<String, usize>,
+    index: IdIndex,
 }
 
 /// One judged query.
@@ -104,40 +107,73 @@ impl Qrels {
     /// Reads `path` (`qid iter docid rel`). A (query, document) pair judged twice is an error
     /// naming both lines, and so is a file without judgements.
     pub fn read(path: &Path) -> Result<Qrels, DataError> {
+        Qrels::from_source(&mut QrelsFile(path.to_path_buf()))
+    }
+
+    /// [`Qrels::read`] from any source of judgements.
+    pub fn from_source(source: &mut dyn QrelsSource) -> Result<Qrels, DataError> {
+        let path = source.name().to_path_buf();
+        let path = path.as_path();
         let mut queries: Vec<QrelsQuery> = Vec::new();
-        let mut index: HashMap<String, usize> = HashMap::new();
-        let mut seen: HashMap<(usize, String), usize> = HashMap::new();
-        for j in runfile::read_qrels(path)? {
-            let q = *index.entry(j.query.clone()).or_insert_with(|| {
-                queries.push(QrelsQuery {
-                    id: j.query.clone(),
-                    judged: Vec::new(),
-                });
-                queries.len() - 1
-            });
-            if let Some(first) = seen.insert((q, j.doc.clone()), j.line) {
-                return Err(DataError::field(
-                    path,
-                    format!("line {}", j.line),
-                    "docid",
-                    format!(
-                        "`{}` is judged twice for query `{}` (first at line {first})",
-                        j.doc, j.query
-                    ),
-                ));
-            }
-            queries[q].judged.push((j.doc, j.rel));
-        }
+        let mut index = IdIndex::default();
+        source.read(&mut |j| {
+            let q = match index.get(j.query) {
+                Some(&q) => q,
+                None => {
+                    index.insert(j.query.to_string(), queries.len());
+                    queries.push(QrelsQuery {
+                        id: j.query.to_string(),
+                        judged: Vec::new(),
+                    });
+                    queries.len() - 1
+                }
+            };
+            queries[q].judged.push((j.doc.to_string(), j.rel));
+            Ok(())
+        })?;
         if queries.is_empty() {
             return Err(DataError::malformed(path, "TREC qrels", "no judgements"));
         }
+        let mut twice = false;
         for q in &mut queries {
             q.judged.sort_unstable();
+            twice |= q.judged.windows(2).any(|w| w[0].0 == w[1].0);
+        }
+        if twice {
+            return Err(Self::judged_twice(source));
         }
         Ok(Qrels {
             path: path.to_path_buf(),
             queries,
             index,
+        })
+    }
+
+    /// The error for a file that judges some pair twice, naming the first line (in file order)
+    /// that repeats a pair and the line it repeats. Only read when sorting found a repeat, so
+    /// the lines are not kept for files without one.
+    fn judged_twice(source: &mut dyn QrelsSource) -> DataError {
+        let path = source.name().to_path_buf();
+        let mut seen: HashMap<(String, String), At> = HashMap::new();
+        let found = source.read(&mut |j| {
+            let key = (j.query.to_string(), j.doc.to_string());
+            match seen.insert(key, j.at) {
+                Some(first) => Err(DataError::field(
+                    &path,
+                    runfile::location(j.at, j.query, j.doc),
+                    "docid",
+                    format!(
+                        "`{}` is judged twice for query `{}` (first at {})",
+                        j.doc,
+                        j.query,
+                        runfile::location(first, j.query, j.doc)
+                    ),
+                )),
+                None => Ok(()),
+            }
+        });
+        found.err().unwrap_or_else(|| {
+            DataError::malformed(&path, "TREC qrels", "changed while it was read")
         })
     }
 
@@ -319,16 +355,48 @@ struct Block {
     recs: Vec<(f64, usize, usize, At)>,
     /// Scratch space, kept between queries.
     order: Vec<u32>,
-    hashes: Vec<(u64, u32)>,
+    /// The hash of each record's document id.
+    hashes: Vec<u64>,
+    /// Open-addressed table of record indices by id hash (`u32::MAX`: empty).
+    table: Vec<u32>,
+    /// Per record, the index of its document among the query's judged ones (`u32::MAX`: none).
+    judged_at: Vec<u32>,
     ranked: Vec<u32>,
+}
+
+/// Query ids to their qrels index, hashed with FNV-1a: looked up once per query of the run and
+/// once per judgement, where SipHash's resistance to chosen keys buys nothing (the files are the
+/// user's own) and costs a tenth of a large evaluation.
+type IdIndex = HashMap<String, usize, std::hash::BuildHasherDefault<Fnv>>;
+
+/// FNV-1a as a [`std::hash::Hasher`], for [`IdIndex`].
+struct Fnv(u64);
+
+impl Default for Fnv {
+    fn default() -> Self {
+        Fnv(FNV_OFFSET)
+    }
+}
+
+impl std::hash::Hasher for Fnv {
+    fn write(&mut self, bytes: &[u8]) {
+        self.0 = bytes.iter().fold(self.0, |h, &b| fnv_step(h, b));
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+
+fn fnv_step(h: u64, b: u8) -> u64 {
+    (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
 }
 
 /// FNV-1a: a fast 64-bit hash of a document id, to find a pair listed twice without sorting
 /// strings (equal hashes are compared as strings, so a collision costs time, never a result).
 fn fnv1a(s: &str) -> u64 {
-    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
-    })
+    s.bytes().fold(FNV_OFFSET, fnv_step)
 }
 
 impl Block {
@@ -349,6 +417,8 @@ impl Block {
             recs,
             order,
             hashes,
+            table,
+            judged_at,
             ranked,
             ..
         } = self;
@@ -357,24 +427,29 @@ impl Block {
             let (_, s, e, _) = recs[i as usize];
             &arena[s..e]
         };
-        // one pair listed twice: equal hashes, then equal ids (the first such pair in file
-        // order of its second record, as the grouped reader reports it)
+        // one pair listed twice: the first record (in file order) whose id an earlier record
+        // has, as the grouped reader reports it; found through an open-addressed table of
+        // record indices keyed by the ids' hashes (equal hashes are compared as strings)
         hashes.clear();
-        hashes.extend((0..n as u32).map(|i| (fnv1a(doc(i)), i)));
-        hashes.sort_unstable();
-        let mut twice: Option<(u32, u32)> = None;
-        for run in hashes.chunk_by(|x, y| x.0 == y.0) {
-            for (j, &(_, later)) in run.iter().enumerate() {
-                if let Some(&(_, earlier)) = run[..j].iter().find(|e| doc(e.1) == doc(later)) {
-                    if twice.is_none_or(|(_, l)| later < l) {
-                        twice = Some((earlier, later));
-                    }
+        hashes.extend((0..n as u32).map(|i| fnv1a(doc(i))));
+        let slots = (2 * n).next_power_of_two().max(2);
+        table.clear();
+        table.resize(slots, u32::MAX);
+        let mask = slots - 1;
+        for (later, &h) in (0..n as u32).zip(hashes.iter()) {
+            let mut s = h as usize & mask;
+            loop {
+                let earlier = table[s];
+                if earlier == u32::MAX {
+                    table[s] = later;
+                    break;
                 }
+                if hashes[earlier as usize] == h && doc(earlier) == doc(later) {
+                    let at = [recs[earlier as usize].3, recs[later as usize].3];
+                    return Err(duplicate(path, format, at, id, doc(later)));
+                }
+                s = (s + 1) & mask;
             }
-        }
-        if let Some((earlier, later)) = twice {
-            let at = [recs[earlier as usize].3, recs[later as usize].3];
-            return Err(duplicate(path, format, at, id, doc(later)));
         }
         // the ranking: score descending (a run is usually in this order already, which the
         // stable sort detects in one pass), then each group of equal scores by the tie rule
@@ -395,18 +470,34 @@ impl Block {
         if query.relevant(sheet.rules.level) > 0 {
             let judged = &query.judged;
             let g = judged.len() as u32;
+            // the record of each judged document, found in the table of record ids
+            judged_at.clear();
+            judged_at.resize(n, u32::MAX);
+            for (j, (d, _)) in judged.iter().enumerate() {
+                let h = fnv1a(d);
+                let mut s = h as usize & mask;
+                loop {
+                    let i = table[s];
+                    if i == u32::MAX {
+                        break;
+                    }
+                    if hashes[i as usize] == h && doc(i) == d {
+                        judged_at[i as usize] = j as u32;
+                        break;
+                    }
+                    s = (s + 1) & mask;
+                }
+            }
             let mut grades = Vec::with_capacity(n);
             ranked.clear();
-            ranked.extend(order.iter().map(|&i| {
-                match judged.binary_search_by(|(d, _)| d.as_str().cmp(doc(i))) {
-                    Ok(j) => {
-                        grades.push(Some(judged[j].1));
-                        j as u32
-                    }
-                    Err(_) => {
-                        grades.push(None);
-                        g + i
-                    }
+            ranked.extend(order.iter().map(|&i| match judged_at[i as usize] {
+                u32::MAX => {
+                    grades.push(None);
+                    g + i
+                }
+                j => {
+                    grades.push(Some(judged[j as usize].1));
+                    j
                 }
             }));
             let gold = gold_ids(query, sheet.rules.level, |j| j as u32);
@@ -420,8 +511,7 @@ impl Block {
     }
 }
 
-/// Scores `run` against `qrels`, streaming (see the module note); falls back to
-/// [`evaluate_grouped`] when a query's records are not contiguous.
+/// Scores the run file `run` against `qrels` ([`evaluate_source`]).
 pub fn evaluate(
     run: &Path,
     format: RunFormat,
@@ -429,6 +519,23 @@ pub fn evaluate(
     rules: Rules<'_>,
     drop_unknown: bool,
 ) -> Result<Evaluated, DataError> {
+    let mut file = RunFile {
+        path: run.to_path_buf(),
+        format,
+    };
+    evaluate_source(&mut file, qrels, rules, drop_unknown)
+}
+
+/// Scores `source`'s run against `qrels`, streaming (see the module note); falls back to
+/// [`evaluate_grouped_source`] when a query's records are not contiguous.
+pub fn evaluate_source(
+    source: &mut dyn RunSource,
+    qrels: &Qrels,
+    rules: Rules<'_>,
+    drop_unknown: bool,
+) -> Result<Evaluated, DataError> {
+    let (name, format) = (source.name().to_path_buf(), source.format());
+    let run = name.as_path();
     let mut sheet = Sheet::new(qrels, rules);
     let mut block = Block {
         query: None,
@@ -437,12 +544,14 @@ pub fn evaluate(
         recs: Vec::new(),
         order: Vec::new(),
         hashes: Vec::new(),
+        table: Vec::new(),
+        judged_at: Vec::new(),
         ranked: Vec::new(),
     };
     // whether the block holds a dropped query's records (skipped)
     let mut dropping = false;
     let mut stop: Option<Stop> = None;
-    let read = runfile::read_run(run, format, &mut |r| {
+    let read = source.read(&mut |r| {
         let same = (block.query.is_some() || dropping) && block.id == r.query;
         if !same {
             if let Err(e) = block.close(&mut sheet, run, format) {
@@ -475,7 +584,9 @@ pub fn evaluate(
         Ok(())
     });
     match (stop, read) {
-        (Some(Stop::NotContiguous), _) => evaluate_grouped(run, format, qrels, rules, drop_unknown),
+        (Some(Stop::NotContiguous), _) => {
+            evaluate_grouped_source(source, qrels, rules, drop_unknown)
+        }
         (Some(Stop::Error(e)), _) => Err(e),
         (None, Err(e)) => Err(e),
         (None, Ok(())) => {
@@ -496,10 +607,26 @@ pub fn evaluate_grouped(
     rules: Rules<'_>,
     drop_unknown: bool,
 ) -> Result<Evaluated, DataError> {
+    let mut file = RunFile {
+        path: run.to_path_buf(),
+        format,
+    };
+    evaluate_grouped_source(&mut file, qrels, rules, drop_unknown)
+}
+
+/// [`evaluate_grouped`] of any source.
+pub fn evaluate_grouped_source(
+    source: &mut dyn RunSource,
+    qrels: &Qrels,
+    rules: Rules<'_>,
+    drop_unknown: bool,
+) -> Result<Evaluated, DataError> {
+    let (name, format) = (source.name().to_path_buf(), source.format());
+    let run = name.as_path();
     let mut sheet = Sheet::new(qrels, rules);
     let mut by_query: Vec<Vec<(String, f64)>> = vec![Vec::new(); qrels.queries.len()];
     let mut first: HashMap<(usize, String), At> = HashMap::new();
-    runfile::read_run(run, format, &mut |r| {
+    source.read(&mut |r| {
         let Some(&q) = qrels.index.get(r.query) else {
             if drop_unknown {
                 sheet.dropped += 1;
@@ -617,6 +744,25 @@ pub struct EvalReport {
     pub measures: Vec<Metric>,
 }
 
+/// Each measure's line (in `e.names` order): the mean over the queries where it is defined, and
+/// the bootstrap CI of `stats` (one pass for every measure).
+pub fn summarize(e: &Evaluated, stats: &StatsConfig) -> Vec<MetricLine> {
+    let defined: Vec<Vec<f64>> = (e.values.iter())
+        .map(|v| v.iter().flatten().copied().collect())
+        .collect();
+    let columns: Vec<&[f64]> = defined.iter().map(Vec::as_slice).collect();
+    let cis = stats.mean_cis(&columns);
+    defined
+        .iter()
+        .zip(cis)
+        .map(|(v, ci95)| MetricLine {
+            mean: metrics::mean(v.iter().copied()),
+            ci95: ci95.filter(|_| !v.is_empty()),
+            queries: v.len(),
+        })
+        .collect()
+}
+
 /// Runs `hopbench eval`: the report and the per-query values.
 pub fn run(o: &EvalOptions) -> Result<(EvalReport, Evaluated)> {
     let format = match o.format.or_else(|| RunFormat::from_extension(&o.run)) {
@@ -648,25 +794,7 @@ pub fn run(o: &EvalOptions) -> Result<(EvalReport, Evaluated)> {
             o.level
         );
     }
-    let defined: Vec<Vec<f64>> = (e.values.iter())
-        .map(|v| v.iter().flatten().copied().collect())
-        .collect();
-    let columns: Vec<&[f64]> = defined.iter().map(Vec::as_slice).collect();
-    let cis = o.stats.mean_cis(&columns);
-    let metrics = e
-        .names
-        .iter()
-        .zip(&defined)
-        .zip(cis)
-        .map(|((name, v), ci95)| {
-            let line = MetricLine {
-                mean: metrics::mean(v.iter().copied()),
-                ci95: ci95.filter(|_| !v.is_empty()),
-                queries: v.len(),
-            };
-            (name.clone(), line)
-        })
-        .collect();
+    let metrics = e.names.iter().cloned().zip(summarize(&e, &o.stats)).collect();
     let report = EvalReport {
         run: o.run.display().to_string(),
         format: format.name(),
