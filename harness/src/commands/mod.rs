@@ -162,7 +162,7 @@ commands! {
 /// nDCG@10, document and chain coverage, latency and token spend per cell, caches each cell,
 /// and compares runs and legs with paired statistics.
 #[derive(Parser, Debug)]
-#[command(name = "hopbench", version)]
+#[command(name = "hopbench", version = VERSION)]
 pub struct Cli {
     /// The command.
     #[command(subcommand)]
@@ -203,10 +203,65 @@ pub fn cli() -> clap::Command {
     cmd
 }
 
+/// `hopbench --version`: the version and what the build holds (Qdrant's engine is a build
+/// feature, and the Python wheel may be built either way).
+pub const VERSION: &str = if hopbench_datasets::hnsw::BUILT {
+    concat!(env!("CARGO_PKG_VERSION"), " (Qdrant engine: built in)")
+} else {
+    concat!(
+        env!("CARGO_PKG_VERSION"),
+        " (Qdrant engine: not built; build with --features qdrant)"
+    )
+};
+
 /// Parses the process's arguments (exits with clap's message on a bad command line).
 pub fn parse() -> Cli {
-    let matches = cli().get_matches();
+    parse_from(std::env::args_os())
+}
+
+/// Parses `args` (`args[0]`: the program's name); exits with clap's message on a bad command
+/// line, or after printing `--help` / `--version`.
+pub fn parse_from<I, T>(args: I) -> Cli
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let matches = cli().get_matches_from(args);
     Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+}
+
+/// The `hopbench` command line `args`, run: parsed, settings resolved once, the results lock
+/// taken for a command that writes results, then dispatched to the command's file; an error is
+/// printed as `hopbench: ...` with exit status 2. The binary's `main` and the Python package's
+/// `hopbench` command are this one function.
+pub fn main_from<I, T>(args: I) -> std::process::ExitCode
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    match run_cli(parse_from(args)) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("hopbench: {e:#}");
+            std::process::ExitCode::from(2)
+        }
+    }
+}
+
+fn run_cli(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
+    let command = cli.command;
+    let settings = command
+        .overrides()
+        .map(|o| crate::pipeline::settings::Settings::resolve(&o))
+        .transpose()?;
+    // a command that writes the results directory holds its lock until it returns
+    let _lock = match (&settings, command.lock()) {
+        (Some(s), Some(l)) => Some(crate::store::lock::ResultsLock::take(
+            &s.results, l.wait, l.mode,
+        )?),
+        _ => None,
+    };
+    command.run(settings.as_ref())
 }
 
 /// The flags every command that reads the campaign, the data and the model takes.
