@@ -1,4 +1,304 @@
-"""hopbench from Python: the benchmark harness's Python package.
+"""hopbench from Python: the benchmark harness's evaluation, matrix and results, in process.
 
-`hopbench.backend` writes an external first-stage engine as one Python function.
+- `evaluate(run, qrels, measures)`: trec_eval's numbers (graded nDCG, AP, P@k, ...) with
+  bootstrap CIs, from a path, a dict, a DataFrame or records; the code of `hopbench eval`.
+- `compare(run_a, run_b, qrels, measures)`: paired differences, CIs, p-values, Holm.
+- `run_matrix(...)`: what `hopbench run-matrix` runs; `load_results(dir)`: its verified cells.
+- `hopbench.backend.serve(search)`: an external first-stage engine as one Python function.
+
+The compiled core is imported on first use, so `hopbench.backend` works from a source tree.
 """
+
+import os
+import subprocess
+import sys
+
+from . import _frames, _inputs
+
+__all__ = [
+    "evaluate",
+    "compare",
+    "run_matrix",
+    "load_results",
+    "Results",
+    "InputError",
+    "MeasureError",
+    "ResultsError",
+    "RunError",
+    "__version__",
+]
+
+# The CLI's statistics defaults (the compiled-in campaign's `stats`).
+RESAMPLES = 2000
+PERMUTATIONS = 10000
+SEED = 20261129
+
+
+class RunError(RuntimeError):
+    """`run_matrix`'s command failed: its exit status and the end of what it printed."""
+
+
+def __getattr__(name):
+    # the exceptions are the compiled core's own classes (so `except hopbench.InputError`
+    # catches what it raises), and the version is its build's
+    if name in ("InputError", "MeasureError", "ResultsError"):
+        from . import _native
+
+        return getattr(_native, name)
+    if name == "__version__":
+        from . import _native
+
+        return _native.version().split()[1]
+    raise AttributeError(f"module 'hopbench' has no attribute {name!r}")
+
+
+def _measures(measures):
+    if measures is None:
+        return None
+    if isinstance(measures, str):
+        measures = measures.split(",")
+    return [m.strip() for m in measures if m.strip()]
+
+
+def _unknown(unknown_queries):
+    if unknown_queries not in ("error", "drop"):
+        from . import _native
+
+        raise _native.InputError(
+            f"unknown_queries {unknown_queries!r}: expected 'error' or 'drop'")
+    return unknown_queries == "drop"
+
+
+def evaluate(run, qrels, measures=None, *, ci=True, per_query=False, relevance_level=1,
+             ties="id", unknown_queries="error", run_format=None, run_columns=None,
+             qrels_columns=None, resamples=RESAMPLES, seed=SEED, polars=False):
+    """Scores `run` against `qrels` with `hopbench eval`'s code, in this process.
+
+    Args:
+        run: the ranked results. A path (TREC `qid Q0 docid rank score tag`, JSON
+            `{qid: {docid: score}}` or parquet), a dict `{query_id: {doc_id: score}}`
+            (pytrec_eval's and ranx's shape; ranx `Run` objects too), a pandas or polars
+            DataFrame with columns `query_id`, `doc_id`, `score` (ranx's `q_id` and PyTerrier's
+            `qid`/`docno` are recognised), or an iterable of records with those fields
+            (ir_datasets' `scoreddocs_iter()`).
+        qrels: the judgements, in the same shapes with an integer `relevance` (grade) in place
+            of the score; a path is a TREC qrels file (`qid 0 docid rel`).
+        measures: a list or a comma string of measure names (`nDCG@10`, `AP`, `P@5`, `R@100`,
+            `RR`, `Rprec`, `Bpref`, `Judged@10`, `P(rel=2)@5`, ...; trec_eval's and ranx's
+            spellings too). None: `hopbench eval`'s default (recall@k, nDCG@10, MRR@10).
+        ci: bootstrap 95% confidence intervals of each mean (`ci_lo`, `ci_hi`).
+        per_query: one row per (query, measure) instead of one per measure.
+        relevance_level: relevant when grade >= this, for every binary measure (trec_eval's
+            `-l`); nDCG's gain is the grade whatever the level.
+        ties: the order of equal scores: "id" (ascending document id) or "trec_eval"
+            (descending, as trec_eval sorts).
+        unknown_queries: a run query the qrels do not judge: "error", or "drop" (its records
+            are dropped and counted).
+        run_format: a run path's format ("trec", "json", "parquet"); None: from its extension.
+        run_columns: a run DataFrame's column names, e.g. `{"query_id": "qid", "doc_id":
+            "docno", "score": "sim"}`.
+        qrels_columns: a qrels DataFrame's column names (keys `query_id`, `doc_id`, `score`,
+            the last naming the grade column).
+        resamples: bootstrap resamples of each CI.
+        seed: the bootstrap's seed (the same seed gives the same CIs on every machine).
+        polars: return a polars DataFrame instead of pandas.
+
+    Returns:
+        A DataFrame with a row per measure (`measure`, `mean`, `ci_lo`, `ci_hi`, `queries`:
+        the queries where it is defined), or with `per_query` a row per query and measure
+        (`query_id`, `measure`, `value`; None where undefined). Its `attrs` (pandas) hold the
+        counts `hopbench eval` reports (records, absent queries, ties broken, ...).
+
+    Raises:
+        InputError: a bad file or record, named (the line, `$["q"]["d"]`, or the row).
+        MeasureError: an unknown measure name.
+    """
+    from . import _native
+
+    out = _native.evaluate(
+        _inputs.source(run, "run", columns=run_columns, run_format=run_format),
+        _inputs.source(qrels, "qrels", columns=qrels_columns),
+        _measures(measures), relevance_level, ties, _unknown(unknown_queries), per_query, ci,
+        resamples, seed)
+    info = out.pop("info")
+    table = out.pop("per_query") if per_query else out
+    df = _frames.frame(table, polars=polars)
+    if not polars:
+        df.attrs.update(info)
+    return df
+
+
+def compare(run_a, run_b, qrels, measures=None, *, relevance_level=1, ties="id",
+            unknown_queries="error", run_format=None, run_columns=None, qrels_columns=None,
+            resamples=RESAMPLES, permutations=PERMUTATIONS, seed=SEED, polars=False):
+    """Compares `run_b` with `run_a` on `qrels`, paired by query.
+
+    For each measure, over the queries where both runs define it: both means, the mean
+    difference `b - a`, its paired bootstrap 95% CI, the two-sided paired randomization test's
+    p-value, and that p-value adjusted by Holm over the measures.
+
+    Args:
+        run_a: the baseline run (any shape `evaluate` takes).
+        run_b: the run compared with it.
+        qrels: the judgements (any shape `evaluate` takes).
+        measures: measure names, a list or a comma string (None: `evaluate`'s default).
+        relevance_level: relevant when grade >= this, for binary measures.
+        ties: "id" or "trec_eval" (see `evaluate`).
+        unknown_queries: "error" or "drop" (see `evaluate`).
+        run_format: both run paths' format (None: from their extensions).
+        run_columns: both run DataFrames' column names (see `evaluate`).
+        qrels_columns: a qrels DataFrame's column names.
+        resamples: bootstrap resamples of each CI.
+        permutations: randomization-test rounds.
+        seed: the seed of both (the same seed gives the same numbers on every machine).
+        polars: return a polars DataFrame instead of pandas.
+
+    Returns:
+        A DataFrame with a row per measure: `measure`, `mean_a`, `mean_b`, `diff`, `ci_lo`,
+        `ci_hi`, `p`, `p_holm`, `queries`.
+    """
+    from . import _native
+
+    out = _native.compare(
+        _inputs.source(run_a, "run", columns=run_columns, run_format=run_format),
+        _inputs.source(run_b, "run", columns=run_columns, run_format=run_format),
+        _inputs.source(qrels, "qrels", columns=qrels_columns),
+        _measures(measures), relevance_level, ties, _unknown(unknown_queries), resamples,
+        permutations, seed)
+    return _frames.frame(out, polars=polars)
+
+
+def _list_arg(value):
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value
+    return ",".join(value)
+
+
+def run_matrix(campaign=None, datasets=None, legs=None, results="results", threads=None,
+               data_dir=None, force=False, quiet=False, extra_args=(), polars=False):
+    """Runs `hopbench run-matrix` (this package's own build of it) and loads what it wrote.
+
+    The command runs in a child process, so Ctrl-C in a notebook stops it; every file it writes
+    is written whole and renamed into place, so an interrupted run leaves no half-written cell.
+    Its progress goes to stderr, as the command's does.
+
+    Args:
+        campaign: a campaign YAML file (None: ./campaign.yaml, else the compiled-in default).
+        datasets: dataset names, a list or a comma string, or "all" (None: the campaign's).
+        legs: leg names, a list or a comma string, or "all" (None: the campaign's).
+        results: the results directory.
+        threads: worker threads (None: the command's default).
+        data_dir: the raw datasets' directory (None: the command's default).
+        force: recompute cells even when a verified cached one exists.
+        quiet: no progress output.
+        extra_args: more `run-matrix` arguments, as a list of strings.
+        polars: the returned `Results` tables as polars DataFrames.
+
+    Returns:
+        `load_results(results)`.
+
+    Raises:
+        RunError: the command failed (its exit status and the end of its output).
+    """
+    args = [sys.executable, "-m", "hopbench", "run-matrix", "--results", os.fspath(results)]
+    for flag, value in (("--campaign", campaign), ("--datasets", _list_arg(datasets)),
+                        ("--legs", _list_arg(legs)), ("--threads", threads),
+                        ("--data-dir", data_dir)):
+        if value is not None:
+            args += [flag, os.fspath(value) if isinstance(value, os.PathLike) else str(value)]
+    if force:
+        args.append("--force")
+    if quiet:
+        args.append("--quiet")
+    args += list(extra_args)
+    tail = []
+    child = subprocess.Popen(args, stderr=subprocess.PIPE, text=True)
+    try:
+        for line in child.stderr:
+            sys.stderr.write(line)
+            tail = (tail + [line])[-20:]
+        status = child.wait()
+    except KeyboardInterrupt:
+        child.terminate()
+        child.wait()
+        raise
+    if status != 0:
+        raise RunError(f"hopbench run-matrix exited with status {status}:\n{''.join(tail)}")
+    return load_results(results, polars=polars)
+
+
+class Results:
+    """A results directory's cells, each read through the CLI's verification.
+
+    Attributes:
+        path: the results directory.
+        cells: a DataFrame with a row per verified cell: `dataset`, `leg`, `status`, `reason`,
+            `queries`, then every metric with `<metric>_ci_lo` and `<metric>_ci_hi`, then the
+            token spend.
+        rejected: a DataFrame of the cells that do not verify (`dataset`, `leg`, `reason`):
+            their numbers are never returned.
+    """
+
+    def __init__(self, path, cells, rejected, polars=False):
+        self.path = path
+        self.cells = cells
+        self.rejected = rejected
+        self._polars = polars
+
+    def per_query(self, dataset, leg):
+        """One verified cell's per-query values: `query_id`, then a column per metric.
+
+        Args:
+            dataset: the cell's dataset.
+            leg: the cell's leg.
+        """
+        from . import _native
+
+        return _frames.frame(_native.per_query(self.path, dataset, leg), polars=self._polars)
+
+    def curves(self, dataset, leg):
+        """One verified cell's budget curve: a row per token budget, each curve metric's mean
+        and CI, and the tokens spent.
+
+        Args:
+            dataset: the cell's dataset.
+            leg: the cell's leg.
+        """
+        from . import _native
+
+        return _frames.frame(_native.curves(self.path, dataset, leg), polars=self._polars)
+
+    def __repr__(self):
+        return (f"<hopbench.Results {self.path!s}: {len(self.cells)} verified cells, "
+                f"{len(self.rejected)} rejected>")
+
+
+def load_results(results="results", *, polars=False):
+    """Reads a results directory's cells through the same verification as the CLI.
+
+    A cell whose summary, records or run file is not the one its summary names (edited,
+    truncated, of another run) is listed in `.rejected` with the reason and a warning, never
+    returned with numbers.
+
+    Args:
+        results: the results directory.
+        polars: the tables as polars DataFrames instead of pandas.
+
+    Returns:
+        `Results`.
+    """
+    import warnings
+
+    from . import _native
+
+    path = os.fspath(results)
+    out = _native.load_results(path)
+    cells = _frames.rows(out["cells"], polars=polars,
+                         columns=["dataset", "leg", "status", "reason", "queries"])
+    rejected = _frames.rows(out["rejected"], polars=polars, columns=["dataset", "leg", "reason"])
+    for r in out["rejected"]:
+        warnings.warn(f"cell {r['dataset']} x {r['leg']} not trusted: {r['reason']}",
+                      stacklevel=2)
+    return Results(path, cells, rejected, polars=polars)

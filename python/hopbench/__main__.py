@@ -1,0 +1,5 @@
+"""`python -m hopbench ...`: the `hopbench` command."""
+
+from ._cli import main
+
+main()

@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""Times `hopbench.evaluate` against `ranx.evaluate` and pytrec_eval in one process, on the
+shapes Python users hold: a dict run `{qid: {docid: score}}` with dict qrels, and the same run as
+a pandas DataFrame. Each timing is end to end from the Python objects: hopbench's call includes
+reading the dicts or columns; ranx's includes building its `Qrels` and `Run` (from the dicts, or
+`Run.from_df`); pytrec_eval's includes building the `RelevanceEvaluator` (and, for the
+DataFrame, turning it into the dict it takes). One thread everywhere (NUMBA_NUM_THREADS=1 for
+ranx; hopbench's evaluation is single-threaded). Per-query values are checked equal to
+pytrec_eval's to 1e-9.
+
+Usage: scripts/py_eval_bench.py [--queries 100000] [--depth 100] [--seed 7] [--repeat 1]
+
+Needs the hopbench package (`pip install .`), ranx, pytrec-eval-terrier and pandas.
+"""
+
+import argparse
+import os
+import sys
+import time
+
+os.environ.setdefault("NUMBA_NUM_THREADS", "1")
+os.environ.setdefault("RAYON_NUM_THREADS", "1")
+
+# hopbench, ranx, pytrec_eval: one measure set in each one's names
+MEASURES = {
+    "hopbench": ["nDCG@10", "R@100", "AP"],
+    "ranx": ["ndcg@10", "recall@100", "map"],
+    "pytrec_eval": ["ndcg_cut_10", "recall_100", "map"],
+}
+
+
+def generate(queries, depth, seed):
+    """A seeded run (each query's documents with distinct scores) and graded qrels (grades
+    0..3, some relevant documents outside the run), as dicts."""
+    import random
+
+    rng = random.Random(seed)
+    run, qrels = {}, {}
+    for q in range(queries):
+        qid = f"q{q}"
+        base = rng.randrange(10_000_000)
+        docs = {}
+        for r in range(depth):
+            docs[f"d{base + 10 * r + rng.randrange(10)}"] = round(100.0 - r - rng.random() * 0.5, 6)
+        run[qid] = docs
+        ranked = list(docs)
+        judged = {}
+        for _ in range(rng.randrange(1, 6)):
+            d = ranked[rng.randrange(depth)] if rng.random() < 0.7 else f"d{rng.randrange(10**8)}"
+            judged[d] = rng.randrange(0, 4)
+        if not any(g > 0 for g in judged.values()):
+            judged[ranked[rng.randrange(depth)]] = 1
+        qrels[qid] = judged
+    return run, qrels
+
+
+def timed(f):
+    t0 = time.perf_counter()
+    out = f()
+    return time.perf_counter() - t0, out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--queries", type=int, default=100_000)
+    ap.add_argument("--depth", type=int, default=100)
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--repeat", type=int, default=1)
+    a = ap.parse_args()
+
+    import hopbench
+    import pandas as pd
+    import pytrec_eval
+    import ranx
+
+    run, qrels = generate(a.queries, a.depth, a.seed)
+    records = sum(len(d) for d in run.values())
+    df = pd.DataFrame(
+        [(q, d, s) for q, docs in run.items() for d, s in docs.items()],
+        columns=["query_id", "doc_id", "score"],
+    )
+    print(f"{a.queries} queries x {a.depth} ({records} records), qrels grades 0..3, one thread, "
+          f"measures {', '.join(MEASURES['hopbench'])}; fastest of {a.repeat}")
+
+    def best(f):
+        return min((timed(f) for _ in range(a.repeat)), key=lambda x: x[0])
+
+    # ranx compiles its numba kernels on first use: once on a toy pair, outside the timing
+    ranx.evaluate(ranx.Qrels({"q": {"d": 1}}), ranx.Run({"q": {"d": 1.0}}), MEASURES["ranx"])
+
+    rows = []
+    t_hb, hb = best(lambda: hopbench.evaluate(run, qrels, MEASURES["hopbench"], ci=False,
+                                              per_query=True, ties="trec_eval"))
+    rows.append(("hopbench.evaluate (dict)", t_hb))
+    t_hb_df, hb_df = best(lambda: hopbench.evaluate(df, qrels, MEASURES["hopbench"], ci=False,
+                                                    per_query=True, ties="trec_eval"))
+    rows.append(("hopbench.evaluate (DataFrame)", t_hb_df))
+    t_rx, _ = best(lambda: ranx.evaluate(ranx.Qrels(qrels), ranx.Run(run), MEASURES["ranx"]))
+    rows.append(("ranx.evaluate (Qrels, Run from dicts)", t_rx))
+    t_rx_df, _ = best(lambda: ranx.evaluate(
+        ranx.Qrels(qrels),
+        ranx.Run.from_df(df, q_id_col="query_id", doc_id_col="doc_id", score_col="score"),
+        MEASURES["ranx"]))
+    rows.append(("ranx.evaluate (Run.from_df)", t_rx_df))
+
+    def trec(run_dict):
+        ev = pytrec_eval.RelevanceEvaluator(qrels, set(MEASURES["pytrec_eval"]))
+        return ev.evaluate(run_dict)
+
+    t_te, te = best(lambda: trec(run))
+    rows.append(("pytrec_eval (dict)", t_te))
+
+    def df_to_dict():
+        out = {}
+        for q, d, s in zip(df["query_id"].tolist(), df["doc_id"].tolist(), df["score"].tolist()):
+            out.setdefault(q, {})[d] = s
+        return trec(out)
+
+    t_te_df, _ = best(df_to_dict)
+    rows.append(("pytrec_eval (DataFrame -> dict)", t_te_df))
+
+    # values: hopbench's per-query equal pytrec_eval's (same queries: those with a relevant doc)
+    names = dict(zip(MEASURES["hopbench"], MEASURES["pytrec_eval"]))
+    diff = 0.0
+    for frame in (hb, hb_df):
+        for q, m, v in zip(frame["query_id"], frame["measure"], frame["value"]):
+            diff = max(diff, abs(v - te[q][names[m]]))
+    print("\n| evaluator | seconds | hopbench (same input) is faster by |\n|---|---:|---:|")
+    for name, t in rows:
+        ref = t_hb_df if "DataFrame" in name or "from_df" in name else t_hb
+        print(f"| {name} | {t:.2f} | {t / ref:.1f}x |")
+    print(f"\nper-query values: hopbench vs pytrec_eval max |diff| {diff:.1e}")
+    if diff > 1e-9:
+        sys.exit("py_eval_bench: values differ")
+
+
+if __name__ == "__main__":
+    main()
