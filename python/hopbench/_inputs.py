@@ -56,20 +56,26 @@ def _columns_of(frame, what, given, defaults):
 
 
 def _column_list(frame, name, what, ids):
-    """One column as a Python list: ids as str (integer ids are converted), values as given; a
-    null or NaN is an `InputError` naming the row and the column."""
+    """One column as a Python list, checked with the frame library's own vector operations (a
+    loop over ten million values in Python would cost more than the evaluation): a null is an
+    `InputError` naming the row and the column; integer ids become str. Anything else about a
+    value (an id that is not a str, a score that is not finite) the compiled core reports,
+    naming the row."""
     column = frame[name]
-    values = column.to_list()
-    for row, v in enumerate(values):
-        if v is None or (isinstance(v, float) and v != v):
-            raise _input_error(f"{what} DataFrame: row {row}: column {name!r} is null")
-        if ids and not isinstance(v, str):
-            if isinstance(v, int) and not isinstance(v, bool):
-                return [str(x) for x in values]
-            raise _input_error(
-                f"{what} DataFrame: row {row}: column {name!r}: ids must be str (or int), "
-                f"not {type(v).__name__}")
-    return values
+    polars = type(frame).__module__.split(".")[0] == "polars"
+    nulls = column.is_null() if polars else column.isna()
+    if nulls.any():
+        row = int(nulls.arg_true()[0]) if polars else int(nulls.to_numpy().argmax())
+        raise _input_error(f"{what} DataFrame: row {row}: column {name!r} is null")
+    if ids:
+        if polars and column.dtype.is_integer():
+            column = column.cast(str)
+        elif not polars:
+            from pandas.api.types import is_integer_dtype
+
+            if is_integer_dtype(column):
+                column = column.astype(str)
+    return column.to_list()
 
 
 def _from_records(records, what, value_field):
