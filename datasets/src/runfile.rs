@@ -141,6 +141,9 @@ fn finite(score: f64) -> Option<f64> {
 /// Bytes read per step of the line readers (lines never straddle a step's end).
 const STEP: u64 = 256 << 10;
 
+/// What [`read_rows`] hands over per line: its number, its first `N` columns, its column count.
+type RowVisitor<'a, const N: usize> = dyn FnMut(usize, &[&str; N], usize) -> Result<()> + 'a;
+
 /// Calls `each(line number, columns, count)` for every line of `path` (see
 /// [`fields::for_each_row`]: its first `N` white-space separated columns and how many it has),
 /// reading it in steps of [`STEP`] bytes and checking UTF-8 a step at a time. `what` names the
@@ -148,7 +151,7 @@ const STEP: u64 = 256 << 10;
 fn read_rows<const N: usize>(
     path: &Path,
     what: &str,
-    each: &mut dyn FnMut(usize, &[&str; N], usize) -> Result<()>,
+    each: &mut RowVisitor<'_, N>,
 ) -> Result<()> {
     let mut file = crate::presence::open_file(path)?;
     let mut buf: Vec<u8> = Vec::new();

@@ -204,11 +204,20 @@ fn dict_place(query: &Bound<'_, PyAny>, doc: Option<&Bound<'_, PyAny>>) -> Strin
     }
 }
 
+/// What a dict walk hands over per entry: the query and document ids, the value, and a way to
+/// name the entry's place.
+type DictEntry<'a> =
+    dyn FnMut(&str, &str, &Bound<'_, PyAny>, &dyn Fn() -> String) -> Result<(), DataError> + 'a;
+
+/// What a column walk hands over per row: its index, the ids, the value.
+type ColumnRow<'a> =
+    dyn FnMut(usize, &str, &str, &Bound<'_, PyAny>) -> Result<(), DataError> + 'a;
+
 /// Walks `{query: {doc: value}}`, handing each entry to `each` with its place.
 fn walk_dict(
     name: &Path,
     dict: &Bound<'_, PyDict>,
-    each: &mut dyn FnMut(&str, &str, &Bound<'_, PyAny>, &dyn Fn() -> String) -> Result<(), DataError>,
+    each: &mut DictEntry<'_>,
 ) -> Result<(), DataError> {
     for (q, docs) in dict.iter() {
         let query = id_text(name, &q, || dict_place(&q, None), "qid")?;
@@ -234,7 +243,7 @@ fn walk_columns<'py>(
     name: &Path,
     cols: &[Bound<'py, PyAny>; 3],
     fields: (&str, &str),
-    each: &mut dyn FnMut(usize, &str, &str, &Bound<'_, PyAny>) -> Result<(), DataError>,
+    each: &mut ColumnRow<'_>,
 ) -> Result<(), DataError> {
     let iter = |c: &Bound<'py, PyAny>| -> Result<Bound<'py, pyo3::types::PyIterator>, DataError> {
         c.try_iter().map_err(|e| {

@@ -203,7 +203,7 @@ mod tests {
             for _ in 0..(g.next() % 3) {
                 s.push_str(g.pick(&digits));
             }
-            if g.next() % 4 != 0 {
+            if !g.next().is_multiple_of(4) {
                 s.push('.');
                 for _ in 0..(g.next() % 4) {
                     s.push_str(g.pick(&digits));
