@@ -366,7 +366,7 @@ struct Block {
 
 /// Query ids to their qrels index, hashed with FNV-1a: looked up once per query of the run and
 /// once per judgement, where SipHash's resistance to chosen keys buys nothing (the files are the
-/// user's own) and costs a tenth of a large evaluation.
+/// user's own) and showed as 3% of a 1M-query evaluation's profile.
 type IdIndex = HashMap<String, usize, std::hash::BuildHasherDefault<Fnv>>;
 
 /// FNV-1a as a [`std::hash::Hasher`], for [`IdIndex`].
