@@ -648,6 +648,46 @@ mod tests {
     }
 
     #[test]
+    fn parquet_runs_as_pandas_and_polars_write_them_are_read() {
+        // large_string ids (pandas, pyarrow) and snappy compression (every writer's default)
+        use arrow_array::{ArrayRef, Float64Array, LargeStringArray, RecordBatch};
+        use parquet::basic::Compression;
+        use parquet::file::properties::WriterProperties;
+        use std::sync::Arc;
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("pandas.parquet");
+        let q: ArrayRef = Arc::new(LargeStringArray::from(vec!["q1", "q1", "q2"]));
+        let d: ArrayRef = Arc::new(LargeStringArray::from(vec!["a", "b", "c"]));
+        let s: ArrayRef = Arc::new(Float64Array::from(vec![2.0, 1.5, 0.25]));
+        let batch =
+            RecordBatch::try_from_iter(vec![("query_id", q), ("doc_id", d), ("score", s)]).unwrap();
+        let props = WriterProperties::builder()
+            .set_compression(Compression::SNAPPY)
+            .build();
+        let mut w = parquet::arrow::ArrowWriter::try_new(
+            std::fs::File::create(&p).unwrap(),
+            batch.schema(),
+            Some(props),
+        )
+        .unwrap();
+        w.write(&batch).unwrap();
+        w.close().unwrap();
+        let got: Vec<(String, String, f64)> = collect(&p, RunFormat::Parquet)
+            .unwrap()
+            .into_iter()
+            .map(|(q, d, s, _)| (q, d, s))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("q1".into(), "a".into(), 2.0),
+                ("q1".into(), "b".into(), 1.5),
+                ("q2".into(), "c".into(), 0.25)
+            ]
+        );
+    }
+
+    #[test]
     fn parquet_nulls_and_types_name_the_row_and_column() {
         use arrow_array::{ArrayRef, Float64Array, StringArray};
         use std::sync::Arc;

@@ -91,11 +91,8 @@ def test_every_input_shape_gives_the_cli_numbers(tmp_path):
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        # hopbench's parquet reader takes utf8 ids (not large_utf8) and no snappy compression
-        table = pa.table({"query_id": pa.array(df["query_id"].tolist(), pa.string()),
-                          "doc_id": pa.array(df["doc_id"].tolist(), pa.string()),
-                          "score": pa.array(df["score"].tolist(), pa.float64())})
-        pq.write_table(table, tmp_path / "run.parquet", compression="none")
+        # as pandas writes it: large_string ids, snappy compression
+        pq.write_table(pa.Table.from_pandas(df, preserve_index=False), tmp_path / "run.parquet")
         shapes["parquet path"] = (tmp_path / "run.parquet", qrels)
     except ImportError:
         pass
