@@ -9,11 +9,8 @@
 The compiled core is imported on first use, so `hopbench.backend` works from a source tree.
 """
 
-import os
-import subprocess
-import sys
-
 from . import _frames, _inputs
+from ._results import Results, RunError, load_results, run_matrix
 
 __all__ = [
     "evaluate",
@@ -28,14 +25,11 @@ __all__ = [
     "__version__",
 ]
 
-# The CLI's statistics defaults (the compiled-in campaign's `stats`).
+# The CLI's statistics defaults (the compiled-in campaign's `stats`: `StatsConfig::default` in
+# harness/src/pipeline/campaign.rs, and campaign.yaml), so `evaluate` gives `hopbench eval`'s CIs.
 RESAMPLES = 2000
 PERMUTATIONS = 10000
 SEED = 20261129
-
-
-class RunError(RuntimeError):
-    """`run_matrix`'s command failed: its exit status and the end of what it printed."""
 
 
 def __getattr__(name):
@@ -46,18 +40,33 @@ def __getattr__(name):
 
         return getattr(_native, name)
     if name == "__version__":
-        from . import _native
+        try:
+            from . import _native
+        except ImportError:  # a source tree without the compiled core: the installed metadata
+            from importlib import metadata
 
+            try:
+                return metadata.version("hopbench")
+            except metadata.PackageNotFoundError:
+                raise AttributeError("hopbench.__version__: the package is not installed "
+                                     "(pip install .)") from None
         return _native.version().split()[1]
     raise AttributeError(f"module 'hopbench' has no attribute {name!r}")
 
 
 def _measures(measures):
+    """A list of measure names from a list or a comma string; None stays None (eval's default
+    set). An empty selection is refused: it would silently return an empty table."""
     if measures is None:
         return None
     if isinstance(measures, str):
         measures = measures.split(",")
-    return [m.strip() for m in measures if m.strip()]
+    names = [m.strip() for m in measures if m.strip()]
+    if not names:
+        from . import _native
+
+        raise _native.MeasureError("measures: none given (None selects eval's default set)")
+    return names
 
 
 def _unknown(unknown_queries):
@@ -82,7 +91,8 @@ def evaluate(run, qrels, measures=None, *, ci=True, per_query=False, relevance_l
             `qid`/`docno` are recognised), or an iterable of records with those fields
             (ir_datasets' `scoreddocs_iter()`).
         qrels: the judgements, in the same shapes with an integer `relevance` (grade) in place
-            of the score; a path is a TREC qrels file (`qid 0 docid rel`).
+            of the score (ranx `Qrels`, ir_datasets' `qrels_iter()`); a path is a TREC qrels
+            file (`qid 0 docid rel`).
         measures: a list or a comma string of measure names (`nDCG@10`, `AP`, `P@5`, `R@100`,
             `RR`, `Rprec`, `Bpref`, `Judged@10`, `P(rel=2)@5`, ...; trec_eval's and ranx's
             spellings too). None: `hopbench eval`'s default (recall@k, nDCG@10, MRR@10).
@@ -96,9 +106,12 @@ def evaluate(run, qrels, measures=None, *, ci=True, per_query=False, relevance_l
             are dropped and counted).
         run_format: a run path's format ("trec", "json", "parquet"); None: from its extension.
         run_columns: a run DataFrame's column names, e.g. `{"query_id": "qid", "doc_id":
-            "docno", "score": "sim"}`.
-        qrels_columns: a qrels DataFrame's column names (keys `query_id`, `doc_id`, `score`,
-            the last naming the grade column).
+            "docno", "score": "sim"}` (keys it omits keep their default names). Integer id
+            columns are read as str; an id column of another type (float, date) is refused.
+        qrels_columns: a qrels DataFrame's column names, e.g. `{"query_id": "qid",
+            "doc_id": "docno", "relevance": "label"}` (keys `query_id`, `doc_id`, and
+            `relevance` or `score` for the grade column; ir_datasets', ranx's and PyTerrier's
+            names are recognised).
         resamples: bootstrap resamples of each CI.
         seed: the bootstrap's seed (the same seed gives the same CIs on every machine).
         polars: return a polars DataFrame instead of pandas.
@@ -160,145 +173,9 @@ def compare(run_a, run_b, qrels, measures=None, *, relevance_level=1, ties="id",
     from . import _native
 
     out = _native.compare(
-        _inputs.source(run_a, "run", columns=run_columns, run_format=run_format),
-        _inputs.source(run_b, "run", columns=run_columns, run_format=run_format),
+        _inputs.source(run_a, "run", columns=run_columns, run_format=run_format, label="run_a"),
+        _inputs.source(run_b, "run", columns=run_columns, run_format=run_format, label="run_b"),
         _inputs.source(qrels, "qrels", columns=qrels_columns),
         _measures(measures), relevance_level, ties, _unknown(unknown_queries), resamples,
         permutations, seed)
     return _frames.frame(out, polars=polars)
-
-
-def _list_arg(value):
-    if value is None:
-        return None
-    if isinstance(value, str):
-        return value
-    return ",".join(value)
-
-
-def run_matrix(campaign=None, datasets=None, legs=None, results="results", threads=None,
-               data_dir=None, force=False, quiet=False, extra_args=(), polars=False):
-    """Runs `hopbench run-matrix` (this package's own build of it) and loads what it wrote.
-
-    The command runs in a child process, so Ctrl-C in a notebook stops it; every file it writes
-    is written whole and renamed into place, so an interrupted run leaves no half-written cell.
-    Its progress goes to stderr, as the command's does.
-
-    Args:
-        campaign: a campaign YAML file (None: ./campaign.yaml, else the compiled-in default).
-        datasets: dataset names, a list or a comma string, or "all" (None: the campaign's).
-        legs: leg names, a list or a comma string, or "all" (None: the campaign's).
-        results: the results directory.
-        threads: worker threads (None: the command's default).
-        data_dir: the raw datasets' directory (None: the command's default).
-        force: recompute cells even when a verified cached one exists.
-        quiet: no progress output.
-        extra_args: more `run-matrix` arguments, as a list of strings.
-        polars: the returned `Results` tables as polars DataFrames.
-
-    Returns:
-        `load_results(results)`.
-
-    Raises:
-        RunError: the command failed (its exit status and the end of its output).
-    """
-    args = [sys.executable, "-m", "hopbench", "run-matrix", "--results", os.fspath(results)]
-    for flag, value in (("--campaign", campaign), ("--datasets", _list_arg(datasets)),
-                        ("--legs", _list_arg(legs)), ("--threads", threads),
-                        ("--data-dir", data_dir)):
-        if value is not None:
-            args += [flag, os.fspath(value) if isinstance(value, os.PathLike) else str(value)]
-    if force:
-        args.append("--force")
-    if quiet:
-        args.append("--quiet")
-    args += list(extra_args)
-    tail = []
-    child = subprocess.Popen(args, stderr=subprocess.PIPE, text=True)
-    try:
-        for line in child.stderr:
-            sys.stderr.write(line)
-            tail = (tail + [line])[-20:]
-        status = child.wait()
-    except KeyboardInterrupt:
-        child.terminate()
-        child.wait()
-        raise
-    if status != 0:
-        raise RunError(f"hopbench run-matrix exited with status {status}:\n{''.join(tail)}")
-    return load_results(results, polars=polars)
-
-
-class Results:
-    """A results directory's cells, each read through the CLI's verification.
-
-    Attributes:
-        path: the results directory.
-        cells: a DataFrame with a row per verified cell: `dataset`, `leg`, `status`, `reason`,
-            `queries`, then every metric with `<metric>_ci_lo` and `<metric>_ci_hi`, then the
-            token spend.
-        rejected: a DataFrame of the cells that do not verify (`dataset`, `leg`, `reason`):
-            their numbers are never returned.
-    """
-
-    def __init__(self, path, cells, rejected, polars=False):
-        self.path = path
-        self.cells = cells
-        self.rejected = rejected
-        self._polars = polars
-
-    def per_query(self, dataset, leg):
-        """One verified cell's per-query values: `query_id`, then a column per metric.
-
-        Args:
-            dataset: the cell's dataset.
-            leg: the cell's leg.
-        """
-        from . import _native
-
-        return _frames.frame(_native.per_query(self.path, dataset, leg), polars=self._polars)
-
-    def curves(self, dataset, leg):
-        """One verified cell's budget curve: a row per token budget, each curve metric's mean
-        and CI, and the tokens spent.
-
-        Args:
-            dataset: the cell's dataset.
-            leg: the cell's leg.
-        """
-        from . import _native
-
-        return _frames.frame(_native.curves(self.path, dataset, leg), polars=self._polars)
-
-    def __repr__(self):
-        return (f"<hopbench.Results {self.path!s}: {len(self.cells)} verified cells, "
-                f"{len(self.rejected)} rejected>")
-
-
-def load_results(results="results", *, polars=False):
-    """Reads a results directory's cells through the same verification as the CLI.
-
-    A cell whose summary, records or run file is not the one its summary names (edited,
-    truncated, of another run) is listed in `.rejected` with the reason and a warning, never
-    returned with numbers.
-
-    Args:
-        results: the results directory.
-        polars: the tables as polars DataFrames instead of pandas.
-
-    Returns:
-        `Results`.
-    """
-    import warnings
-
-    from . import _native
-
-    path = os.fspath(results)
-    out = _native.load_results(path)
-    cells = _frames.rows(out["cells"], polars=polars,
-                         columns=["dataset", "leg", "status", "reason", "queries"])
-    rejected = _frames.rows(out["rejected"], polars=polars, columns=["dataset", "leg", "reason"])
-    for r in out["rejected"]:
-        warnings.warn(f"cell {r['dataset']} x {r['leg']} not trusted: {r['reason']}",
-                      stacklevel=2)
-    return Results(path, cells, rejected, polars=polars)

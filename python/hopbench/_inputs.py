@@ -2,12 +2,18 @@
 (see `_native.pyi`): a path, a dict, or three columns. A dict is passed through untouched (the
 core walks it, no copy); a DataFrame becomes its three columns as lists; an iterable of records
 (ir_datasets' `scoreddocs_iter()` / `qrels_iter()` namedtuples, dicts) becomes three lists in one
-pass. Anything else is an `InputError` that says what was expected."""
+pass. Anything else is an `InputError` that says what was expected.
+
+Checks here are the ones the core cannot make as well: a null in a DataFrame (the frame's own
+vector operation finds it, where the core would only see a float NaN or a None), a column whose
+type cannot hold ids, a record without a field. Every other check (an id that is not a str, a
+score that is not finite, a grade that is not an integer, a duplicate) is the core's, with the
+message the CLI gives for a file and the record named."""
 
 import os
 
 # Column names tried, in order, when the caller names none: hopbench's and ir_datasets', ranx's,
-# then PyTerrier's.
+# then PyTerrier's. Keys: query_id, doc_id, and score (a run's score, qrels' grade).
 RUN_COLUMNS = [
     {"query_id": "query_id", "doc_id": "doc_id", "score": "score"},
     {"query_id": "q_id", "doc_id": "doc_id", "score": "score"},
@@ -33,99 +39,130 @@ def _is_frame(obj):
     return type(obj).__name__ == "DataFrame" and module.split(".")[0] in ("pandas", "polars")
 
 
-def _columns_of(frame, what, given, defaults):
+def _columns_of(frame, kind, label, given):
+    """Which of `frame`'s columns hold the query ids, document ids and values: `given` (the
+    caller's `run_columns` / `qrels_columns`, any keys it omits at their default), else the
+    first set of known names the frame has."""
+    defaults = RUN_COLUMNS if kind == "run" else QRELS_COLUMNS
     names = list(frame.columns)
     if given is not None:
-        unknown = set(given) - {"query_id", "doc_id", "score"}
+        given = dict(given)
+        # qrels' value column may be named by its meaning
+        if kind == "qrels" and "relevance" in given:
+            given["score"] = given.pop("relevance")
+        keys = ("query_id", "doc_id", "score") + (("relevance",) if kind == "qrels" else ())
+        unknown = set(given) - set(keys)
         if unknown:
             raise _input_error(
-                f"{what}_columns: unknown key(s) {sorted(unknown)}; the keys are query_id, "
-                f"doc_id and score")
+                f"{kind}_columns: unknown key(s) {sorted(unknown)}; the keys are "
+                f"{', '.join(keys)}")
         choice = {**defaults[0], **given}
         missing = [c for c in choice.values() if c not in names]
         if missing:
-            raise _input_error(f"{what} DataFrame: no column {missing[0]!r} (it has {names})")
+            raise _input_error(f"{label} DataFrame: no column {missing[0]!r} (it has {names})")
         return choice
     for choice in defaults:
         if all(c in names for c in choice.values()):
             return choice
     wanted = " or ".join(f"({', '.join(c.values())})" for c in defaults)
     raise _input_error(
-        f"{what} DataFrame: expected the columns {wanted}, or name them with "
-        f"{what}_columns={{'query_id': ..., 'doc_id': ..., 'score': ...}}; it has {names}")
+        f"{label} DataFrame: expected the columns {wanted}, or name them with "
+        f"{kind}_columns={{'query_id': ..., 'doc_id': ..., 'score': ...}}; it has {names}")
 
 
-def _column_list(frame, name, what, ids):
+def _id_column(column, name, label, polars):
+    """An id column as str values: integers become str (ids read from numbers); a column of
+    another type (floats, dates, booleans) is an `InputError` naming it, as its values cannot be
+    ids (`7.0` would not match `7`). Columns of objects keep their values: the compiled core
+    names the row of any that is not a str."""
+    if polars:
+        dtype = column.dtype
+        if dtype.is_integer():
+            return column.cast(str)
+        if dtype.is_numeric() or dtype.is_temporal() or str(dtype) == "Boolean":
+            raise _input_error(f"{label} DataFrame: column {name!r} holds {dtype}, not str ids")
+        return column
+    from pandas.api.types import is_bool_dtype, is_integer_dtype, is_numeric_dtype
+
+    if is_integer_dtype(column) and not is_bool_dtype(column):
+        return column.astype(str)
+    if is_numeric_dtype(column) or column.dtype.kind in "bMm":
+        raise _input_error(f"{label} DataFrame: column {name!r} holds {column.dtype}, not str ids")
+    return column
+
+
+def _column_list(frame, name, label, ids):
     """One column as a Python list, checked with the frame library's own vector operations (a
     loop over ten million values in Python would cost more than the evaluation): a null is an
-    `InputError` naming the row and the column; integer ids become str. Anything else about a
-    value (an id that is not a str, a score that is not finite) the compiled core reports,
-    naming the row."""
+    `InputError` naming the row and the column; an id column goes through `_id_column`."""
     column = frame[name]
     polars = type(frame).__module__.split(".")[0] == "polars"
     nulls = column.is_null() if polars else column.isna()
     if nulls.any():
         row = int(nulls.arg_true()[0]) if polars else int(nulls.to_numpy().argmax())
-        raise _input_error(f"{what} DataFrame: row {row}: column {name!r} is null")
+        raise _input_error(f"{label} DataFrame: row {row}: column {name!r} is null")
     if ids:
-        if polars and column.dtype.is_integer():
-            column = column.cast(str)
-        elif not polars:
-            from pandas.api.types import is_integer_dtype
-
-            if is_integer_dtype(column):
-                column = column.astype(str)
+        column = _id_column(column, name, label, polars)
     return column.to_list()
 
 
-def _from_records(records, what, value_field):
+_MISSING = object()
+
+
+def _field(rec, field):
+    """`rec`'s `field`: a key of a dict, else an attribute (namedtuples, dataclasses)."""
+    if isinstance(rec, dict):
+        return rec.get(field, _MISSING)
+    return getattr(rec, field, _MISSING)
+
+
+def _from_records(records, label, value_field):
     """Three lists from an iterable of records with fields query_id, doc_id and `value_field`
-    (attributes, as namedtuples have, or keys)."""
+    (attributes, as ir_datasets' namedtuples have, or keys), in one pass: a generator such as
+    `qrels_iter()` is read once, never held whole."""
     qs, ds, vs = [], [], []
     fields = ("query_id", "doc_id", value_field)
     for i, rec in enumerate(records):
-        try:
-            if isinstance(rec, dict):
-                q, d, v = (rec[f] for f in fields)
-            else:
-                q, d, v = (getattr(rec, f) for f in fields)
-        except (KeyError, AttributeError) as e:
-            missing = e.args[0] if isinstance(e, KeyError) else str(e).rsplit("'", 2)[-2]
+        q, d, v = (_field(rec, f) for f in fields)
+        if q is _MISSING or d is _MISSING or v is _MISSING:
+            missing = next(f for f, x in zip(fields, (q, d, v)) if x is _MISSING)
             raise _input_error(
-                f"{what} record {i}: no field {missing!r} (each record needs query_id, doc_id "
-                f"and {value_field})") from None
+                f"{label} record {i}: no field {missing!r} (each record needs query_id, doc_id "
+                f"and {value_field}; got {type(rec).__name__})")
         qs.append(q)
         ds.append(d)
         vs.append(v)
     return qs, ds, vs
 
 
-def source(obj, what, *, columns=None, run_format=None):
-    """The native source tuple for a run (`what="run"`) or qrels (`what="qrels"`)."""
-    value_field = "score" if what == "run" else "relevance"
+def source(obj, kind, *, columns=None, run_format=None, label=None):
+    """The native source tuple of `obj`, a run (`kind="run"`) or qrels (`kind="qrels"`);
+    `label` (default: `kind`) names it in messages (`run_a`, `run_b` in a comparison)."""
+    label = label or kind
+    value_field = "score" if kind == "run" else "relevance"
     if run_format is not None and run_format not in RUN_FORMATS:
         raise _input_error(f"run_format {run_format!r}: expected one of {RUN_FORMATS}")
     if isinstance(obj, (str, os.PathLike)):
-        if what == "qrels" and run_format is not None:
+        if kind == "qrels" and run_format is not None:
             raise _input_error("qrels files are TREC qrels: give no format")
         return ("path", os.fspath(obj), run_format)
     if isinstance(obj, dict):
-        return ("dict", obj, f"{what} (dict)")
+        return ("dict", obj, f"{label} (dict)")
     to_dict = getattr(obj, "to_dict", None)
     if type(obj).__module__.split(".")[0] == "ranx" and callable(to_dict):
-        return ("dict", to_dict(), f"{what} (ranx {type(obj).__name__})")
+        return ("dict", to_dict(), f"{label} (ranx {type(obj).__name__})")
     if _is_frame(obj):
-        choice = _columns_of(obj, what, columns, RUN_COLUMNS if what == "run" else QRELS_COLUMNS)
+        choice = _columns_of(obj, kind, label, columns)
         return (
             "columns",
-            _column_list(obj, choice["query_id"], what, ids=True),
-            _column_list(obj, choice["doc_id"], what, ids=True),
-            _column_list(obj, choice["score"], what, ids=False),
-            f"{what} (DataFrame)",
+            _column_list(obj, choice["query_id"], label, ids=True),
+            _column_list(obj, choice["doc_id"], label, ids=True),
+            _column_list(obj, choice["score"], label, ids=False),
+            f"{label} (DataFrame)",
         )
     if hasattr(obj, "__iter__") and not isinstance(obj, (bytes, bytearray)):
-        qs, ds, vs = _from_records(obj, what, value_field)
-        return ("columns", qs, ds, vs, f"{what} (records)")
+        qs, ds, vs = _from_records(obj, label, value_field)
+        return ("columns", qs, ds, vs, f"{label} (records)")
     raise _input_error(
-        f"{what}: expected a path, a dict {{query_id: {{doc_id: {value_field}}}}}, a pandas or "
+        f"{label}: expected a path, a dict {{query_id: {{doc_id: {value_field}}}}}, a pandas or "
         f"polars DataFrame, or an iterable of records; got {type(obj).__name__}")
