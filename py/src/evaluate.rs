@@ -8,7 +8,7 @@ use hopbench::analysis::metrics::At as Metric;
 use hopbench::analysis::stats;
 use hopbench::pipeline::campaign::{Campaign, CiMode, StatsConfig, EMBEDDED};
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyDict, PyString};
 
 use crate::sources::Given;
 use crate::{guarded, InputError, MeasureError};
@@ -130,13 +130,17 @@ pub fn evaluate<'py>(
         if per_query {
             let m = e.names.len();
             let n = e.query_ids.len();
+            // each id and name made a Python str once, its rows sharing it: a query's id
+            // repeats for each measure, a name for each query
+            let names: Vec<_> = e.names.iter().map(|n| PyString::new(py, n)).collect();
             let mut query_id = Vec::with_capacity(n * m);
             let mut measure = Vec::with_capacity(n * m);
             let mut value = Vec::with_capacity(n * m);
             for (q, id) in e.query_ids.iter().enumerate() {
-                for (j, name) in e.names.iter().enumerate() {
-                    query_id.push(id.as_str());
-                    measure.push(name.as_str());
+                let id = PyString::new(py, id);
+                for (j, name) in names.iter().enumerate() {
+                    query_id.push(id.clone());
+                    measure.push(name.clone());
                     value.push(e.values[j][q]);
                 }
             }

@@ -7,6 +7,7 @@ use pyo3::create_exception;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 
+mod arrow;
 mod evaluate;
 mod results;
 mod sources;

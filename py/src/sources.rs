@@ -12,6 +12,7 @@ use hopbench_datasets::Error as DataError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString, PyTuple};
 
+use crate::arrow::Column;
 use crate::InputError;
 
 /// A source as the Python layer gives it.
@@ -22,6 +23,8 @@ pub(crate) enum Given<'py> {
     Dict(PathBuf, Bound<'py, PyDict>),
     /// Three equally long sequences: query ids, document ids, values.
     Columns(PathBuf, [Bound<'py, PyAny>; 3]),
+    /// Three equally long Arrow columns.
+    Arrow(PathBuf, Box<[Column; 3]>),
 }
 
 impl<'py> Given<'py> {
@@ -75,6 +78,18 @@ impl<'py> Given<'py> {
                 }
                 Ok(Given::Columns(name(4, format!("{what} (columns)"))?, cols))
             }
+            "arrow" if (4..=5).contains(&t.len()) => {
+                let import = |i: usize| Column::import(&t.get_item(i)?, what);
+                let cols = [import(1)?, import(2)?, import(3)?];
+                let lens = cols.each_ref().map(Column::len);
+                if lens[0] != lens[1] || lens[0] != lens[2] {
+                    return Err(InputError::new_err(format!(
+                        "{what}: columns of different lengths ({}, {}, {})",
+                        lens[0], lens[1], lens[2]
+                    )));
+                }
+                Ok(Given::Arrow(name(4, format!("{what} (columns)"))?, Box::new(cols)))
+            }
             _ => Err(bad()),
         }
     }
@@ -97,6 +112,7 @@ impl<'py> Given<'py> {
             }
             Given::Dict(name, dict) => PyRun::Dict(name, dict),
             Given::Columns(name, cols) => PyRun::Columns(name, cols),
+            Given::Arrow(name, cols) => PyRun::Arrow(name, cols),
         })
     }
 
@@ -112,6 +128,7 @@ impl<'py> Given<'py> {
             }
             Given::Dict(name, dict) => PyQrels::Dict(name, dict),
             Given::Columns(name, cols) => PyQrels::Columns(name, cols),
+            Given::Arrow(name, cols) => PyQrels::Arrow(name, cols),
         })
     }
 }
@@ -121,6 +138,7 @@ pub(crate) enum PyRun<'py> {
     File(RunFile),
     Dict(PathBuf, Bound<'py, PyDict>),
     Columns(PathBuf, [Bound<'py, PyAny>; 3]),
+    Arrow(PathBuf, Box<[Column; 3]>),
 }
 
 /// Qrels from Python.
@@ -128,6 +146,7 @@ pub(crate) enum PyQrels<'py> {
     File(QrelsFile),
     Dict(PathBuf, Bound<'py, PyDict>),
     Columns(PathBuf, [Bound<'py, PyAny>; 3]),
+    Arrow(PathBuf, Box<[Column; 3]>),
 }
 
 /// The text of an id, or the error naming its place: ids are `str`.
@@ -161,6 +180,17 @@ fn type_name(v: &Bound<'_, PyAny>) -> String {
         .name()
         .map(|n| n.to_string())
         .unwrap_or_else(|_| "?".into())
+}
+
+/// A run's score from Arrow: a finite number (`-0.0` read as `0.0`, as the file readers do).
+fn finite(name: &Path, x: f64, place: impl Fn() -> String) -> Result<f64, DataError> {
+    if x.is_finite() {
+        Ok(x + 0.0)
+    } else {
+        // Python's spelling, as the list walk's message gives it
+        let x = if x.is_nan() { "nan".to_string() } else { x.to_string() };
+        Err(DataError::field(name, place(), "score", format!("`{x}` is not a finite number")))
+    }
 }
 
 /// A run's score: a finite number (`-0.0` read as `0.0`, as the file readers do).
@@ -266,7 +296,7 @@ impl RunSource for PyRun<'_> {
     fn name(&self) -> &Path {
         match self {
             PyRun::File(f) => f.name(),
-            PyRun::Dict(n, _) | PyRun::Columns(n, _) => n,
+            PyRun::Dict(n, _) | PyRun::Columns(n, _) | PyRun::Arrow(n, _) => n,
         }
     }
 
@@ -275,7 +305,7 @@ impl RunSource for PyRun<'_> {
             PyRun::File(f) => f.format(),
             // their messages name places as these formats do: a JSON path, a row
             PyRun::Dict(..) => RunFormat::Json,
-            PyRun::Columns(..) => RunFormat::Parquet,
+            PyRun::Columns(..) | PyRun::Arrow(..) => RunFormat::Parquet,
         }
     }
 
@@ -295,6 +325,15 @@ impl RunSource for PyRun<'_> {
                     visit(Record { query, doc, score, at: At::Row(row) })
                 })
             }
+            PyRun::Arrow(name, cols) => {
+                let (qs, ds) = (cols[0].strs(name, "query_id")?, cols[1].strs(name, "doc_id")?);
+                let scores = cols[2].f64s(name, "score")?;
+                for (row, ((query, doc), score)) in qs.zip(ds).zip(scores).enumerate() {
+                    let score = finite(name, score, || format!("row {row}"))?;
+                    visit(Record { query, doc, score, at: At::Row(row) })?;
+                }
+                Ok(())
+            }
         }
     }
 }
@@ -303,7 +342,7 @@ impl QrelsSource for PyQrels<'_> {
     fn name(&self) -> &Path {
         match self {
             PyQrels::File(f) => f.name(),
-            PyQrels::Dict(n, _) | PyQrels::Columns(n, _) => n,
+            PyQrels::Dict(n, _) | PyQrels::Columns(n, _) | PyQrels::Arrow(n, _) => n,
         }
     }
 
@@ -322,6 +361,14 @@ impl QrelsSource for PyQrels<'_> {
                     let rel = grade(name, v, || format!("row {row}"))?;
                     visit(Qrel { at: At::Row(row), query, doc, rel })
                 })
+            }
+            PyQrels::Arrow(name, cols) => {
+                let (qs, ds) = (cols[0].strs(name, "query_id")?, cols[1].strs(name, "doc_id")?);
+                let grades = cols[2].grades(name, "rel")?;
+                for (row, ((query, doc), rel)) in qs.zip(ds).zip(grades).enumerate() {
+                    visit(Qrel { at: At::Row(row), query, doc, rel: rel? })?;
+                }
+                Ok(())
             }
         }
     }

@@ -42,9 +42,10 @@ def hopbench(monkeypatch):
 
 
 def source(obj, kind="run", **kw):
+    """The list form of a source (`test_arrow.py` covers the Arrow form of DataFrames)."""
     from hopbench import _inputs
 
-    return _inputs.source(obj, kind, **kw)
+    return _inputs.source(obj, kind, arrow=False, **kw)
 
 
 def refused(hopbench, obj, kind="run", **kw):
