@@ -189,8 +189,8 @@ fn read_vectors_unguarded(path: &Path, name: &str, dim: usize, rows: usize) -> R
 /// `string_view`), the file's own parquet types being the same.
 fn batch_reader(path: &Path) -> Result<parquet::arrow::arrow_reader::ParquetRecordBatchReader> {
     let file = crate::presence::open_file(path)?;
-    let options = parquet::arrow::arrow_reader::ArrowReaderOptions::new()
-        .with_skip_arrow_metadata(true);
+    let options =
+        parquet::arrow::arrow_reader::ArrowReaderOptions::new().with_skip_arrow_metadata(true);
     ParquetRecordBatchReaderBuilder::try_new_with_options(file, options)
         .map_err(|e| Error::malformed(path, "parquet", e))?
         .with_batch_size(1 << 20)

@@ -148,11 +148,7 @@ type RowVisitor<'a, const N: usize> = dyn FnMut(usize, &[&str; N], usize) -> Res
 /// [`fields::for_each_row`]: its first `N` white-space separated columns and how many it has),
 /// reading it in steps of [`STEP`] bytes and checking UTF-8 a step at a time. `what` names the
 /// format in errors.
-fn read_rows<const N: usize>(
-    path: &Path,
-    what: &str,
-    each: &mut RowVisitor<'_, N>,
-) -> Result<()> {
+fn read_rows<const N: usize>(path: &Path, what: &str, each: &mut RowVisitor<'_, N>) -> Result<()> {
     let mut file = crate::presence::open_file(path)?;
     let mut buf: Vec<u8> = Vec::new();
     let mut line = 0usize;

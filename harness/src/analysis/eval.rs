@@ -794,7 +794,12 @@ pub fn run(o: &EvalOptions) -> Result<(EvalReport, Evaluated)> {
             o.level
         );
     }
-    let metrics = e.names.iter().cloned().zip(summarize(&e, &o.stats)).collect();
+    let metrics = e
+        .names
+        .iter()
+        .cloned()
+        .zip(summarize(&e, &o.stats))
+        .collect();
     let report = EvalReport {
         run: o.run.display().to_string(),
         format: format.name(),

@@ -31,7 +31,10 @@ pub fn set_code_file(path: PathBuf) {
 pub fn code_version() -> &'static str {
     static VERSION: OnceLock<String> = OnceLock::new();
     VERSION.get_or_init(|| {
-        let exe = CODE_FILE.get().cloned().or_else(|| std::env::current_exe().ok());
+        let exe = CODE_FILE
+            .get()
+            .cloned()
+            .or_else(|| std::env::current_exe().ok());
         let hash = exe
             .as_deref()
             .and_then(|p: &Path| std::fs::read(p).ok())
