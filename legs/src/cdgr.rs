@@ -49,7 +49,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use hopbench_datasets::export::Export;
+use hopbench_datasets::export::{Export, Part, Parts};
 use hopbench_datasets::simgraph::SimGraph;
 use serde::{Deserialize, Serialize};
 
@@ -190,19 +190,29 @@ pub struct ExportSpace<'a> {
     pub vectors: &'a [f32],
     /// Vector width.
     pub dim: usize,
-    /// The similarity graph.
-    pub graph: &'a SimGraph,
+    /// The similarity graph; `None` for CDR, which never walks it (and whose legs do not
+    /// declare it, so an export prepared for them has none).
+    pub graph: Option<&'a SimGraph>,
 }
 
 impl<'a> ExportSpace<'a> {
-    /// The space of `export` (its vectors and graph read on the first call,
-    /// [`Export::embeddings`], [`Export::simgraph`]).
-    pub fn of(export: &'a Export) -> Result<Self, LegError> {
+    /// The space of `export` (its vectors, and with `graph` its similarity graph, read on the
+    /// first call: [`Export::embeddings`], [`Export::simgraph`]).
+    pub fn of(export: &'a Export, graph: bool) -> Result<Self, LegError> {
         Ok(ExportSpace {
             vectors: export.embeddings()?,
             dim: export.dim,
-            graph: export.simgraph()?,
+            graph: if graph {
+                Some(export.simgraph()?)
+            } else {
+                None
+            },
         })
+    }
+
+    fn graph(&self) -> &'a SimGraph {
+        self.graph
+            .expect("only the graph-walking envelopes read the graph, and they load it")
     }
 
     fn row(&self, i: u32) -> &[f32] {
@@ -229,10 +239,10 @@ impl FactSpace for ExportSpace<'_> {
         dot(self.row(a), self.row(b))
     }
     fn neighbours(&self, fact: u32) -> &[(u32, f32)] {
-        self.graph.neighbours(fact)
+        self.graph().neighbours(fact)
     }
     fn edge(&self, a: u32, b: u32) -> Option<f32> {
-        self.graph.weight(a, b)
+        self.graph().weight(a, b)
     }
 }
 
@@ -750,6 +760,27 @@ pub enum CdgrMode {
     CdgrTask,
 }
 
+/// Whether a leg of `mode` with `params` walks the similarity graph: the CDGR modes, unless
+/// the policy turns graph retrieval off (CDR then).
+fn walks_graph(mode: CdgrMode, params: &CdgrParams) -> bool {
+    mode.graph() && params.graph
+}
+
+impl CdgrConfig {
+    /// The export parts a leg of `mode` with these parameters reads: the similarity graph
+    /// where it walks it ([`walks_graph`]).
+    pub fn reads(&self, mode: CdgrMode) -> Parts {
+        // an unparsable policy is refused by `check`; here it reads as the default (a walk)
+        let graph =
+            Policy::parse("", &self.policy).map_or(true, |p| p.graph_retrieval.unwrap_or(true));
+        if mode.graph() && graph {
+            Parts::NONE.with(Part::SimGraph)
+        } else {
+            Parts::NONE
+        }
+    }
+}
+
 impl CdgrMode {
     fn graph(self) -> bool {
         matches!(self, CdgrMode::Cdgr | CdgrMode::CdgrTask)
@@ -800,9 +831,10 @@ impl CdgrLeg {
         let tokens = crate::tokens::chunk_tokens(export, &c.token_counter)?;
         // the facts are the export's vectors and graph: read now, so a damaged file fails the
         // build
-        ExportSpace::of(export)?;
+        let params = c.params(name)?;
+        ExportSpace::of(export, walks_graph(mode, &params))?;
         Ok(CdgrLeg {
-            params: c.params(name)?,
+            params,
             budget: c.budget,
             mode,
             tokens,
@@ -817,7 +849,7 @@ impl Leg for CdgrLeg {
     }
 
     fn retrieve(&self, q: &QueryInput<'_>) -> Result<Retrieval, LegError> {
-        let space = ExportSpace::of(&self.export)?;
+        let space = ExportSpace::of(&self.export, walks_graph(self.mode, &self.params))?;
         let mut diagnostics = BTreeMap::new();
         let subs = if self.mode.task() {
             self.export.subquery_vectors(q.index)

@@ -171,6 +171,12 @@ impl LegSpec {
         self.config.has_budget()
     }
 
+    /// The optional export parts the leg reads ([`crate::kinds::LegKind::reads`]), known
+    /// without building it.
+    pub fn reads(&self) -> hopbench_datasets::export::Parts {
+        self.config.reads()
+    }
+
     /// The spec with the files the leg reads pinned ([`LegKind::pin_inputs`]: absolute paths,
     /// relative ones taken from `base`, and each file's content hash), so they are part of the
     /// cell key; unchanged for kinds that read no file. `name` is the leg's campaign name, used

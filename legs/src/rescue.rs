@@ -402,6 +402,16 @@ pub(crate) mod fixtures {
         dim: usize,
         protocol: Protocol,
     ) -> Export {
+        export_with(raw, dim, protocol, export::Parts::all())
+    }
+
+    /// [`export_under`] with only the optional `parts`.
+    pub(crate) fn export_with(
+        raw: impl FnOnce() -> hopbench_datasets::Result<hopbench_datasets::RawDataset>,
+        dim: usize,
+        protocol: Protocol,
+        parts: export::Parts,
+    ) -> Export {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("export");
         let source = Source {
@@ -412,12 +422,13 @@ pub(crate) mod fixtures {
             protocol,
             vectors: None,
         };
-        export::prepare(
+        export::prepare_spanned(
             &source,
-            raw,
+            || raw().map(hopbench_datasets::SpannedDataset::from),
             &PrepareConfig::default(),
             &mut fake(dim),
             &dir,
+            parts,
         )
         .unwrap();
         // the directory goes with `tmp`: read the parts read on demand while it is there
@@ -439,6 +450,22 @@ pub(crate) mod fixtures {
                 Arc::new(export_of(
                     || Ok(hopbench_datasets::synthetic::generate(&Default::default())),
                     64,
+                ))
+            })
+            .clone()
+    }
+
+    /// [`synthetic`] without any optional part ([`export::Part`]): what a leg that declares
+    /// none is prepared with.
+    pub(crate) fn synthetic_core() -> Arc<Export> {
+        static EXPORT: OnceLock<Arc<Export>> = OnceLock::new();
+        EXPORT
+            .get_or_init(|| {
+                Arc::new(export_with(
+                    || Ok(hopbench_datasets::synthetic::generate(&Default::default())),
+                    64,
+                    Protocol::PUBLISHED,
+                    export::Parts::NONE,
                 ))
             })
             .clone()

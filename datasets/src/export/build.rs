@@ -30,7 +30,8 @@ pub(super) struct Built {
     pub(super) query_embeddings: Vec<f32>,
     pub(super) bm25: Bm25Index,
     pub(super) kg: KnowledgeGraph,
-    pub(super) simgraph: SimGraph,
+    /// Built only where a selected leg reads it ([`super::Part::SimGraph`]).
+    pub(super) simgraph: Option<SimGraph>,
     /// What the manifest records of an HNSW-built similarity graph.
     pub(super) simgraph_hnsw: Option<HnswGraphStats>,
     /// Its index, handed to the dense engine's cache once the export is written.
@@ -82,7 +83,7 @@ fn flatten(vectors: Vec<Vec<f32>>, dim: usize, what: &str) -> Result<Vec<f32>> {
 
 /// Builds the export of `spanned` in memory: the chunks, the queries resolved to them, BM25, the
 /// knowledge graph, the vectors (embedded, or from `external`) and, given a `scratch`
-/// directory, the similarity graph.
+/// directory (where a selected leg reads it), the similarity graph.
 pub(super) fn build(
     source: &Source,
     spanned: SpannedDataset,
@@ -136,19 +137,20 @@ pub(super) fn build(
         None => embedded(&texts, &full, &queries, &sub_texts, any_header, embed),
         Some(x) => from_files(x, &chunks, &queries, any_header),
     })?;
-    // an embed-only pass (`scratch` None) keeps nothing but the vectors it embedded
+    // no `scratch`: no leg reads the graph, or an embed-only pass that keeps nothing but the
+    // vectors it embedded
     let sim = match scratch {
         Some(dir) => {
             let ids: Vec<&str> = chunks.iter().map(|c| c.id.as_str()).collect();
-            crate::stages::timed("simgraph", || {
+            Some(crate::stages::timed("simgraph", || {
                 SimGraph::build_with(&v.embeddings, v.dim, &config.simgraph, &ids, dir)
-            })?
+            })?)
         }
-        None => crate::simgraph::SimGraphBuild {
-            graph: SimGraph::empty(chunks.len()),
-            hnsw: None,
-            shard: None,
-        },
+        None => None,
+    };
+    let (simgraph, simgraph_hnsw, simgraph_shard) = match sim {
+        Some(s) => (Some(s.graph), s.hnsw, s.shard),
+        None => (None, None, None),
     };
     Ok(Built {
         dim: v.dim,
@@ -161,9 +163,9 @@ pub(super) fn build(
         query_embeddings: v.queries,
         bm25,
         kg,
-        simgraph: sim.graph,
-        simgraph_hnsw: sim.hnsw,
-        simgraph_shard: sim.shard,
+        simgraph,
+        simgraph_hnsw,
+        simgraph_shard,
         subquery_embeddings: v.subqueries,
         absent_vectors: v.absent,
     })

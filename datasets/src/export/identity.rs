@@ -84,11 +84,9 @@ pub(super) fn reusable(dir: &Path, key: &str) -> bool {
 pub(super) fn verified_manifest(dir: &Path, key: &str) -> Option<Manifest> {
     let m = read_manifest(dir).ok()?;
     // only the export's own names are hashed (a manifest naming `/dev/zero` is not reusable,
-    // and is never read)
-    let mut own = super::EXPORT_FILES.to_vec();
-    own.sort_unstable();
+    // and is never read): the core files and whole optional parts
     let intact = m.input_key == key
-        && m.files.keys().map(String::as_str).eq(own)
+        && m.parts().is_some()
         && m.files.keys().all(|name| verify(dir, &m, name).is_ok());
     intact.then_some(m)
 }

@@ -67,9 +67,11 @@
 //! [`Export::embeddings`]).
 
 mod build;
+mod extend;
 mod head;
 mod identity;
 mod on_demand;
+mod parts;
 mod read;
 mod write;
 
@@ -90,6 +92,7 @@ use on_demand::OnDemand;
 pub use build::{subquery_ids, subquery_texts};
 pub use head::{read_head, ExportHead, QueryHead};
 pub use identity::{planned_manifest, read_manifest};
+pub use parts::{Part, Parts};
 pub use read::load;
 
 /// Version of the export layout; part of every input key, so a layout change re-prepares, and
@@ -237,9 +240,10 @@ pub struct ExportStats {
     pub bm25_postings: usize,
     /// Knowledge-graph counts.
     pub kg: KgStats,
-    /// Similarity-graph edges (undirected).
+    /// Similarity-graph edges (undirected); 0 where the export has no similarity graph
+    /// ([`Manifest::parts`]).
     pub simgraph_edges: usize,
-    /// Similarity-graph communities.
+    /// Similarity-graph communities; 0 where the export has none.
     pub simgraph_communities: usize,
     /// How an HNSW-built similarity graph was made, and its edge recall against the exact one
     /// where that was built too (absent for an exact graph, so those manifests are unchanged).
@@ -318,6 +322,12 @@ impl ExternalTables {
 }
 
 impl Manifest {
+    /// The optional parts the export has, from the files it lists (`None`: a list that is not
+    /// the core's files and whole parts).
+    pub fn parts(&self) -> Option<Parts> {
+        Parts::listed(self.files.keys().map(String::as_str))
+    }
+
     /// The export's content hash: blake3 over the file hashes (what cell keys use).
     pub fn content_hash(&self) -> String {
         let mut h = blake3::Hasher::new();
@@ -393,8 +403,15 @@ impl Export {
             .map(Vec::as_slice)
     }
 
+    /// The optional parts the export has (its manifest was checked to list whole parts when
+    /// it was loaded).
+    pub fn parts(&self) -> Parts {
+        self.manifest.parts().unwrap_or(Parts::NONE)
+    }
+
     /// The chunk similarity graph (kNN over the embeddings, with communities): read from its
-    /// files (hashes checked first) on the first call, the same graph after.
+    /// files (hashes checked first) on the first call, the same graph after. An error where the
+    /// export has none ([`Part::SimGraph`]: built only for the legs that read it).
     pub fn simgraph(&self) -> Result<&SimGraph> {
         self.simgraph.get_or_read(|| read::simgraph(self))
     }
@@ -422,7 +439,9 @@ impl Export {
         self.texts()?;
         self.embeddings()?;
         self.content_embeddings()?;
-        self.simgraph()?;
+        if self.parts().has(Part::SimGraph) {
+            self.simgraph()?;
+        }
         Ok(self)
     }
 
@@ -478,7 +497,8 @@ impl Export {
     }
 }
 
-/// The file names an export consists of (besides the manifest).
+/// The file names a complete export consists of (besides the manifest); an export without an
+/// optional part ([`Part`]) lacks that part's files.
 pub const EXPORT_FILES: [&str; 10] = [
     "corpus.parquet",
     "queries.parquet",
@@ -510,11 +530,15 @@ pub enum Prepared {
     Written,
     /// An existing export had the same input key and intact files.
     Reused,
+    /// An existing export had the same input key and intact files, and the parts it lacked
+    /// were added to it.
+    Extended(Parts),
 }
 
-/// Builds (or reuses) the export of `raw` in `dir`. `raw` is only called when the export cannot
-/// be reused, so reading and parsing the raw files is skipped on a cache hit too... except that
-/// the raw files are still hashed, which is what makes the reuse safe.
+/// Builds (or reuses) the complete export of `raw` in `dir`, every optional part included.
+/// `raw` is only called when the export cannot be reused, so reading and parsing the raw files
+/// is skipped on a cache hit too... except that the raw files are still hashed, which is what
+/// makes the reuse safe.
 pub fn prepare(
     source: &Source,
     raw: impl FnOnce() -> Result<RawDataset>,
@@ -528,17 +552,22 @@ pub fn prepare(
         config,
         embed,
         dir,
+        Parts::all(),
     )
 }
 
 /// [`prepare`] of a dataset whose passages may carry spans in their documents (chunked
-/// documents): the spans become the corpus's `char_start` and `char_end`.
+/// documents: the spans become the corpus's `char_start` and `char_end`), building the core and
+/// the optional `parts` only. An existing export with the same input key is reused, and the
+/// parts of `parts` it lacks are added to it ([`Prepared::Extended`]) without rebuilding the
+/// rest; parts it has beyond `parts` are kept.
 pub fn prepare_spanned(
     source: &Source,
     raw: impl FnOnce() -> Result<SpannedDataset>,
     config: &PrepareConfig,
     embed: &mut EmbedFn<'_>,
     dir: &Path,
+    parts: Parts,
 ) -> Result<(Manifest, Prepared)> {
     // a dataset's own vectors are read (and checked row by row) first: their width is part of
     // the input key
@@ -551,12 +580,21 @@ pub fn prepare_spanned(
         Some(x) => planned_manifest(source, config, &declared_model(source), x.passages.dim())?,
         None => planned_manifest(source, config, &embed.model_id, embed.dim)?,
     };
-    if identity::reusable(dir, &planned.input_key) {
-        return Ok((read_manifest(dir)?, Prepared::Reused));
+    let scratch = dir.parent().unwrap_or(Path::new("."));
+    if let Some(manifest) = identity::verified_manifest(dir, &planned.input_key) {
+        let have = manifest
+            .parts()
+            .expect("a verified manifest lists whole parts");
+        let missing = parts.missing_from(have);
+        if missing.is_empty() {
+            return Ok((manifest, Prepared::Reused));
+        }
+        let manifest = extend::extend(dir, manifest, missing, config, scratch)?;
+        return Ok((manifest, Prepared::Extended(missing)));
     }
     let raw = crate::stages::timed("read", raw)?;
-    let scratch = dir.parent().unwrap_or(Path::new("."));
-    let built = build::build(source, raw, config, embed, external.as_ref(), Some(scratch))?;
+    let graph_scratch = parts.has(Part::SimGraph).then_some(scratch);
+    let built = build::build(source, raw, config, embed, external.as_ref(), graph_scratch)?;
     let mut planned = planned;
     if let Some(v) = planned.vectors.as_mut() {
         v.absent = built.absent_vectors.clone();
@@ -564,19 +602,28 @@ pub fn prepare_spanned(
     let mut built = built;
     let manifest = crate::stages::timed("write", || write::write_atomically(dir, planned, &built))?;
     if let Some(shard) = built.simgraph_shard.take() {
-        // the similarity graph's index is the dense engine's over `embedding` with the same
-        // settings: cached where the engine looks, so no query builds it again (a failure here
-        // costs that build, nothing else)
-        let (hash, s) = (manifest.content_hash(), config.simgraph.hnsw);
-        let target = crate::hnsw::cache_dir(dir, &hash, "embedding", s);
-        let source = crate::hnsw::cache_source(&hash, "embedding", s);
-        if let Err(e) = shard.adopt(&target, &source) {
-            eprintln!(
-                "warning: the similarity graph's HNSW index was not kept for the dense engine: {e}"
-            );
-        }
+        keep_shard(shard, dir, &manifest, config);
     }
     Ok((manifest, Prepared::Written))
+}
+
+/// Hands the similarity graph's HNSW index to the dense engine's cache: it is the engine's
+/// index over `embedding` with the same settings, so no query builds it again (a failure here
+/// costs that build, nothing else).
+fn keep_shard(
+    shard: crate::hnsw::KeptShard,
+    dir: &Path,
+    manifest: &Manifest,
+    config: &PrepareConfig,
+) {
+    let (hash, s) = (manifest.content_hash(), config.simgraph.hnsw);
+    let target = crate::hnsw::cache_dir(dir, &hash, "embedding", s);
+    let source = crate::hnsw::cache_source(&hash, "embedding", s);
+    if let Err(e) = shard.adopt(&target, &source) {
+        eprintln!(
+            "warning: the similarity graph's HNSW index was not kept for the dense engine: {e}"
+        );
+    }
 }
 
 /// Runs the build of `raw` for its calls to `embed` only, and writes nothing: a sharded

@@ -16,7 +16,7 @@ use serde::de::DeserializeOwned;
 use super::identity::{read_manifest, verify};
 use super::on_demand::OnDemand;
 use super::{
-    Bm25Stats, Chunk, ChunkText, Export, Manifest, QueryRecord, EXPORT_FILES, EXPORT_VERSION,
+    Bm25Stats, Chunk, ChunkText, Export, Manifest, Part, Parts, QueryRecord, EXPORT_VERSION,
 };
 use crate::enrich::{self, KgIndex, KnowledgeGraph};
 use crate::error::{Error, Result};
@@ -31,12 +31,6 @@ const TEXT_COLUMNS: [&str; 3] = ["title", "text", "context_header"];
 /// (`embedding_content` only where some chunk has a header). It decodes the titles for the
 /// knowledge graph's checks (every node is some chunk's title) and drops them.
 const ON_DEMAND: [&str; 4] = ["text", "context_header", "embedding", "embedding_content"];
-
-fn sorted<'a>(names: &[&'a str]) -> Vec<&'a str> {
-    let mut v = names.to_vec();
-    v.sort_unstable();
-    v
-}
 
 /// Loads the export in `dir`, checking every file against the manifest's hashes.
 pub fn load(dir: &Path) -> Result<Export> {
@@ -82,18 +76,24 @@ fn read_verified_manifest(dir: &Path) -> Result<Manifest> {
             ),
         ));
     }
-    // the manifest lists exactly the export's own files: a name that leads elsewhere (an
-    // absolute path, `..`, `/dev/zero`) would be read whole, and a file it leaves out would be
-    // loaded unverified
-    let listed: Vec<&str> = manifest.files.keys().map(String::as_str).collect();
-    if listed != sorted(&EXPORT_FILES) {
+    // the manifest lists exactly the export's own files, the core's and whole optional
+    // parts': a name that leads elsewhere (an absolute path, `..`, `/dev/zero`) would be read
+    // whole, and a file it leaves out would be loaded unverified
+    if manifest.parts().is_none() {
+        let listed: Vec<&str> = manifest.files.keys().map(String::as_str).collect();
         return Err(Error::field(
             &manifest_path,
             "manifest",
             "files",
             format!(
-                "lists {listed:?}, an export consists of {:?}: re-run prepare",
-                sorted(&EXPORT_FILES)
+                "lists {listed:?}, an export consists of {:?} and whole optional parts of {:?}: \
+                 re-run prepare",
+                Parts::NONE.files(),
+                Parts::all()
+                    .missing_from(Parts::NONE)
+                    .iter()
+                    .flat_map(|p| p.files())
+                    .collect::<Vec<_>>()
             ),
         ));
     }
@@ -449,6 +449,15 @@ pub(super) fn texts(export: &Export) -> Result<Vec<ChunkText>> {
 
 /// The similarity graph of `export`, from its files (checked against their hashes first).
 pub(super) fn simgraph(export: &Export) -> Result<SimGraph> {
+    if !export.parts().has(Part::SimGraph) {
+        return Err(Error::field(
+            export.dir.join("manifest.json"),
+            "manifest",
+            "files",
+            "the export has no similarity graph (it is built only for the legs that read it, \
+             which declare it): prepare the dataset with such a leg selected",
+        ));
+    }
     for name in SIMGRAPH_FILES {
         verify(&export.dir, &export.manifest, name)?;
     }

@@ -603,7 +603,15 @@ fn spans_round_trip_as_char_start_and_char_end() {
     let dir = tmp.path().join("s");
     let calls = std::rc::Rc::new(std::cell::Cell::new(0));
     let cfg = PrepareConfig::default();
-    prepare_spanned(&source(), || Ok(spanned()), &cfg, &mut fake(8, calls), &dir).unwrap();
+    prepare_spanned(
+        &source(),
+        || Ok(spanned()),
+        &cfg,
+        &mut fake(8, calls),
+        &dir,
+        Parts::all(),
+    )
+    .unwrap();
     let e = load(&dir).unwrap();
     let got: Vec<(&str, Option<Span>)> = e.chunks.iter().map(|c| (c.id.as_str(), c.span)).collect();
     assert_eq!(
@@ -641,9 +649,16 @@ fn bad_spans_are_errors_naming_the_passage() {
         let calls = std::rc::Rc::new(std::cell::Cell::new(0));
         let dir = tmp.path().join("x");
         let cfg = PrepareConfig::default();
-        prepare_spanned(&source(), || Ok(s), &cfg, &mut fake(8, calls), &dir)
-            .unwrap_err()
-            .to_string()
+        prepare_spanned(
+            &source(),
+            || Ok(s),
+            &cfg,
+            &mut fake(8, calls),
+            &dir,
+            Parts::all(),
+        )
+        .unwrap_err()
+        .to_string()
     };
     let mut s = spanned();
     s.spans.insert("zz".into(), Span { start: 0, end: 1 });
@@ -706,7 +721,15 @@ fn a_span_column_out_of_shape_is_refused_on_load() {
     let dir = tmp.path().join("s");
     let calls = std::rc::Rc::new(std::cell::Cell::new(0));
     let cfg = PrepareConfig::default();
-    prepare_spanned(&source(), || Ok(spanned()), &cfg, &mut fake(8, calls), &dir).unwrap();
+    prepare_spanned(
+        &source(),
+        || Ok(spanned()),
+        &cfg,
+        &mut fake(8, calls),
+        &dir,
+        Parts::all(),
+    )
+    .unwrap();
     let corpus = dir.join("corpus.parquet");
     let good = std::fs::read(&corpus).unwrap();
     let with_ends = |ends: Vec<Option<u32>>| {
@@ -1027,4 +1050,122 @@ fn grades_that_disagree_with_the_gold_or_the_manifest_are_refused_on_load() {
             assert!(head_err.contains(needle), "{name}: {head_err}");
         }
     }
+}
+
+#[test]
+fn a_part_added_later_is_the_part_a_complete_prepare_builds() {
+    let tmp = tempfile::tempdir().unwrap();
+    let whole = tiny(&tmp.path().join("whole"));
+    let dir = tmp.path().join("grown");
+    let calls = std::rc::Rc::new(std::cell::Cell::new(0));
+    let cfg = PrepareConfig::default();
+    let raw_spanned = || Ok(SpannedDataset::from(raw()));
+    let (core, how) = prepare_spanned(
+        &source(),
+        raw_spanned,
+        &cfg,
+        &mut fake(8, calls.clone()),
+        &dir,
+        Parts::NONE,
+    )
+    .unwrap();
+    assert_eq!(how, Prepared::Written);
+    assert_eq!(core.parts(), Some(Parts::NONE));
+    for f in crate::simgraph::SIMGRAPH_FILES {
+        assert!(!dir.join(f).exists() && !core.files.contains_key(f), "{f}");
+    }
+    assert_eq!(
+        (core.stats.simgraph_edges, core.stats.simgraph_communities),
+        (0, 0)
+    );
+    // the export without the graph loads, and asking for the graph names what is missing
+    let e = load(&dir).unwrap();
+    e.read_all().unwrap();
+    let err = e.simgraph().unwrap_err().to_string();
+    assert!(
+        err.contains("no similarity graph") && err.contains("manifest.json"),
+        "{err}"
+    );
+    drop(e);
+    // asking for no part reuses it; asking for the graph adds it, nothing else rebuilt
+    let embedded = calls.get();
+    let (_, how) = prepare_spanned(
+        &source(),
+        raw_spanned,
+        &cfg,
+        &mut fake(8, calls.clone()),
+        &dir,
+        Parts::NONE,
+    )
+    .unwrap();
+    assert_eq!(how, Prepared::Reused);
+    let read_raw = std::cell::Cell::new(false);
+    let (grown, how) = prepare_spanned(
+        &source(),
+        || {
+            read_raw.set(true);
+            raw_spanned()
+        },
+        &cfg,
+        &mut fake(8, calls.clone()),
+        &dir,
+        Parts::all(),
+    )
+    .unwrap();
+    assert_eq!(how, Prepared::Extended(Parts::all()));
+    assert!(!read_raw.get(), "the raw dataset is not read again");
+    assert_eq!(calls.get(), embedded, "nothing is embedded again");
+    // byte for byte the complete export: every file, the content hash, the counts
+    assert_eq!(grown.files, whole.files);
+    assert_eq!(grown.content_hash(), whole.content_hash());
+    assert_eq!(grown.stats, whole.stats);
+    assert_eq!(read_manifest(&dir).unwrap(), grown);
+    let e = load(&dir).unwrap();
+    assert_eq!(
+        e.simgraph().unwrap().num_edges(),
+        whole.stats.simgraph_edges
+    );
+    assert!(!std::fs::read_dir(&dir).unwrap().any(|f| f
+        .unwrap()
+        .file_name()
+        .to_string_lossy()
+        .starts_with('.')));
+    // a later run that needs fewer parts keeps the ones the export has
+    let (kept, how) = prepare_spanned(
+        &source(),
+        raw_spanned,
+        &cfg,
+        &mut fake(8, calls),
+        &dir,
+        Parts::NONE,
+    )
+    .unwrap();
+    assert_eq!((how, kept.parts()), (Prepared::Reused, Some(Parts::all())));
+}
+
+#[test]
+fn a_manifest_listing_half_a_part_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("t");
+    tiny(&dir);
+    let mut m = read_manifest(&dir).unwrap();
+    m.files.remove(crate::simgraph::SIMGRAPH_FILES[1]);
+    std::fs::write(
+        dir.join("manifest.json"),
+        serde_json::to_string(&m).unwrap(),
+    )
+    .unwrap();
+    let err = load(&dir).unwrap_err().to_string();
+    assert!(err.contains("whole optional parts"), "{err}");
+    // and prepare rebuilds it rather than trusting it
+    let calls = std::rc::Rc::new(std::cell::Cell::new(0));
+    let (_, how) = prepare(
+        &source(),
+        || Ok(raw()),
+        &PrepareConfig::default(),
+        &mut fake(8, calls),
+        &dir,
+    )
+    .unwrap();
+    assert_eq!(how, Prepared::Written);
 }

@@ -10,11 +10,12 @@ use serde::Serialize;
 
 use super::build::Built;
 use super::identity::hash_file;
-use super::{Bm25Stats, ExportStats, Manifest, EXPORT_FILES};
+use super::{Bm25Stats, ExportStats, Manifest, Part, Parts};
 use crate::enrich;
 use crate::error::{Error, Result};
 use crate::lexical::{Bm25Index, Tokenizer};
 use crate::parquet_io as pq;
+use crate::simgraph::SimGraph;
 
 /// Writes `b` into `dir`, replacing what is there; returns `manifest` completed with the file
 /// hashes and counts.
@@ -30,7 +31,11 @@ pub(super) fn write_atomically(dir: &Path, mut manifest: Manifest, b: &Built) ->
     fs::create_dir_all(&tmp).map_err(|e| Error::io(&tmp, e))?;
     let result = (|| {
         write_files(&tmp, b)?;
-        for f in EXPORT_FILES {
+        let parts = match b.simgraph {
+            Some(_) => Parts::NONE.with(Part::SimGraph),
+            None => Parts::NONE,
+        };
+        for f in parts.files() {
             manifest
                 .files
                 .insert(f.to_string(), hash_file(&tmp.join(f))?);
@@ -47,8 +52,8 @@ pub(super) fn write_atomically(dir: &Path, mut manifest: Manifest, b: &Built) ->
             bm25_terms: b.bm25.num_terms(),
             bm25_postings: b.bm25.num_postings(),
             kg: b.kg.stats(),
-            simgraph_edges: b.simgraph.num_edges(),
-            simgraph_communities: b.simgraph.num_communities(),
+            simgraph_edges: b.simgraph.as_ref().map_or(0, SimGraph::num_edges),
+            simgraph_communities: b.simgraph.as_ref().map_or(0, SimGraph::num_communities),
             simgraph_hnsw: b.simgraph_hnsw.clone(),
         };
         let path = tmp.join("manifest.json");
@@ -126,7 +131,10 @@ fn write_corpus(dir: &Path, b: &Built) -> Result<()> {
     cols.extend(enrich::corpus_columns(&b.kg));
     pq::write(&dir.join("corpus.parquet"), cols)?;
     enrich::write_kg(dir, &b.kg)?;
-    b.simgraph.write(dir)
+    match &b.simgraph {
+        Some(g) => g.write(dir),
+        None => Ok(()),
+    }
 }
 
 /// Writes `queries.parquet`: chunks are named by id (gold, chains) and documents by name, so the

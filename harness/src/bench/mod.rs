@@ -272,13 +272,15 @@ pub fn prepare(
     })
 }
 
-/// Opens a dataset for benchmarking (prepared if needed), or explains why it is unavailable.
+/// Opens a dataset for benchmarking (prepared if needed, with the optional `parts` the
+/// benchmarked legs read), or explains why it is unavailable.
 pub fn open(
     campaign: &Campaign,
     dataset: &str,
     s: &DataSettings,
+    parts: hopbench_datasets::export::Parts,
 ) -> Result<std::sync::Arc<Export>> {
-    match data::open(campaign, dataset, s, true)? {
+    match data::open(campaign, dataset, s, true, parts)? {
         DatasetState::Ready(e) => Ok(e),
         DatasetState::Missing(reason) => bail!("dataset {dataset}: {reason}"),
     }

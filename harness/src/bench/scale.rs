@@ -4,9 +4,9 @@
 //!
 //! For each size the world of [`crate::bench::generate::config_for`] is prepared through the
 //! ordinary path into `<results>/exports/scale-<n>/` (each stage timed with its own peak
-//! resident set: [`hopbench_datasets::stages`]); with the `qdrant` feature the dense engine's
-//! HNSW shard is built, or opened and verified where the similarity graph's index was kept
-//! for it (stage `dense_shard`); then every leg is timed one query at a time on one
+//! resident set: [`hopbench_datasets::stages`]), with the optional parts its legs read (none:
+//! no scale leg walks the similarity graph); with the `qdrant` feature the dense engine's HNSW
+//! shard is built (stage `dense_shard`); then every leg is timed one query at a time on one
 //! thread over the first `--queries` questions. Finally the whole scale matrix runs as
 //! `hopbench run-matrix` twice in a child process (the same binary): once to compute every
 //! cell, once more to show what a cached rerun costs. Growth exponents are least-squares
@@ -153,7 +153,8 @@ pub fn run(
         let name = format!("scale-{n}");
         stages::take();
         let t = Instant::now();
-        let export = pool.install(|| crate::bench::open(&campaign, &name, &data))?;
+        let parts = campaign.parts_read(legs.iter().map(String::as_str));
+        let export = pool.install(|| crate::bench::open(&campaign, &name, &data, parts))?;
         if served() {
             pool.install(|| {
                 stages::timed("dense_shard", || {
@@ -415,9 +416,11 @@ mod tests {
         let r = run(&[400, 800], tmp.path(), 5, 1, 1, false).unwrap();
         assert_eq!(r.sizes.len(), 2);
         let names: Vec<&str> = r.sizes[0].stages.iter().map(|s| s.name).collect();
-        for want in ["read", "bm25", "kg", "embed", "simgraph", "write"] {
+        for want in ["read", "bm25", "kg", "embed", "write"] {
             assert!(names.contains(&want), "{want} missing from {names:?}");
         }
+        // no scale leg walks the similarity graph: it is not built
+        assert!(!names.contains(&"simgraph"), "{names:?}");
         assert_eq!(names.contains(&"dense_shard"), served());
         assert_eq!(r.sizes[1].chunks, 800);
         assert!(r

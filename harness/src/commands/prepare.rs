@@ -80,8 +80,12 @@ fn embed_parts(
 
 /// Builds (or reuses) each dataset's export and prints what is in it.
 fn build(s: &Settings, names: &[String], progress: bool) -> Result<()> {
+    // the parts the campaign's legs read: `run-matrix` of any of them finds the export ready
+    let parts = s
+        .campaign
+        .parts_read(s.campaign.legs.keys().map(String::as_str));
     for name in names {
-        match data::open(&s.campaign, name, &s.data, progress)? {
+        match data::open(&s.campaign, name, &s.data, progress, parts)? {
             data::DatasetState::Ready(e) => {
                 let st = &e.manifest.stats;
                 out!(

@@ -58,7 +58,13 @@ fn run(s: &Settings, a: &ServingParity) -> Result<()> {
     let campaign = &s.campaign;
     let name =
         &crate::pipeline::campaign::select(&a.dataset, campaign.datasets.keys(), "dataset")?[0];
-    let export = crate::bench::open(campaign, name, &s.data)?;
+    // the engines compared search the export's vectors: no optional part is read
+    let export = crate::bench::open(
+        campaign,
+        name,
+        &s.data,
+        hopbench_datasets::export::Parts::NONE,
+    )?;
     let build = hopbench_datasets::hnsw::HnswSettings {
         m: a.m,
         ef_construct: a.ef_construct,

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use hopbench_datasets::export::PrepareConfig;
+use hopbench_datasets::export::{Parts, PrepareConfig};
 use hopbench_datasets::formats::{self, Format};
 use hopbench_datasets::synthetic::SyntheticConfig;
 use hopbench_legs::registry::LegSpec;
@@ -413,6 +413,15 @@ impl DatasetSpec {
 }
 
 impl Campaign {
+    /// The optional export parts the named legs read ([`LegSpec::reads`]), so a dataset's
+    /// export is prepared with what they need and nothing more (names that are not legs read
+    /// nothing).
+    pub fn parts_read<'a>(&self, legs: impl IntoIterator<Item = &'a str>) -> Parts {
+        (legs.into_iter())
+            .filter_map(|l| self.legs.get(l))
+            .fold(Parts::NONE, |p, leg| p.union(leg.reads()))
+    }
+
     /// The measures `metrics:` adds to every cell, as hopbench names them
     /// ([`crate::analysis::metrics::extra_measures`]; checked when the campaign loads).
     pub fn extra_measures(&self) -> Vec<String> {

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use hopbench_datasets::chunk::{ChunkUnit, Chunker, CHUNKER_ID};
 use hopbench_datasets::embed::{self, Embedder, EmbeddingCache, HashingEmbedder};
-use hopbench_datasets::export::{self, EmbedFn, Export, PrepareConfig, Prepared, Source};
+use hopbench_datasets::export::{self, EmbedFn, Export, Parts, PrepareConfig, Prepared, Source};
 use hopbench_datasets::formats::{self, documents, Files};
 use hopbench_datasets::vectors_file::VectorFiles;
 use hopbench_datasets::{synthetic, RawDataset, SpannedDataset};
@@ -546,12 +546,14 @@ pub fn embed_part(
     }
 }
 
-/// Prepares (or reuses) and loads dataset `name`.
+/// Prepares (or reuses) and loads dataset `name`, its export with the optional `parts` the legs
+/// to be run read ([`Campaign::parts_read`]); an export that lacks one gets it added.
 pub fn open(
     campaign: &Campaign,
     name: &str,
     s: &DataSettings,
     progress: bool,
+    parts: Parts,
 ) -> Result<DatasetState> {
     let (members, member_files) = match members_of(campaign, name, s)? {
         Ok(x) => x,
@@ -576,7 +578,13 @@ pub fn open(
             )
         })
         .transpose()?;
-    let (export, how) = prepare_and_load(&source, name, s, &mut embed_fn, &read_all, &dir)?;
+    let (export, how) = prepare_and_load(&source, name, s, &mut embed_fn, &read_all, &dir, parts)?;
+    if let Prepared::Extended(added) = how {
+        eprintln!(
+            "{name}: added the {added} to the export at {}",
+            dir.display()
+        );
+    }
     if how == Prepared::Written {
         let st = &export.manifest.stats;
         eprintln!(
@@ -653,6 +661,7 @@ fn prepare_and_load(
     embed_fn: &mut EmbedFn<'_>,
     read_all: &dyn Fn() -> Result<SpannedDataset>,
     dir: &Path,
+    parts: Parts,
 ) -> Result<(Export, Prepared)> {
     let mut healed = false;
     loop {
@@ -663,6 +672,7 @@ fn prepare_and_load(
             &s.prepare,
             embed_fn,
             dir,
+            parts,
         );
         let (_, how) = match result {
             Ok(x) => x,

@@ -61,7 +61,8 @@ pub fn run(campaign: &Campaign, s: &MatrixSettings) -> Result<Vec<(CellSummary, 
                 continue;
             }
         }
-        let state = data::open(campaign, dataset, &s.data, s.progress)?;
+        let parts = campaign.parts_read(legs.iter().copied());
+        let state = data::open(campaign, dataset, &s.data, s.progress, parts)?;
         if let DatasetState::Ready(export) = &state {
             let ident = ExportIdentity::of_export(export);
             let idx = ident.evaluated(s.limit);

@@ -183,8 +183,8 @@ fn cdgr_without_edges_is_exactly_cdr() {
     let export = fixtures::synthetic();
     let empty = SimGraph::empty(export.chunks.len());
     let space = ExportSpace {
-        graph: &empty,
-        ..ExportSpace::of(&export).unwrap()
+        graph: Some(&empty),
+        ..ExportSpace::of(&export, false).unwrap()
     };
     let p = CdgrParams {
         relevance_floor: 0.0,
@@ -440,7 +440,7 @@ fn cdgr_speed_6k_by_384() {
     let space = ExportSpace {
         vectors: &vectors,
         dim,
-        graph: &graph,
+        graph: Some(&graph),
     };
     let queries = fake_vectors(300, dim, 99);
     let p = CdgrParams::default();

@@ -5,6 +5,7 @@ use super::{Build, LegKind};
 use crate::cdgr::{CdgrConfig, CdgrLeg, CdgrMode};
 use crate::flat_params;
 use crate::leg::{Leg, LegError};
+use hopbench_datasets::export::Parts;
 
 flat_params! {
     /// `cdgr_task`'s parameters.
@@ -20,6 +21,10 @@ impl LegKind for CdgrTask {
 
     fn has_budget(&self) -> bool {
         true
+    }
+
+    fn reads(&self) -> Parts {
+        self.cdgr.reads(CdgrMode::CdgrTask)
     }
 
     fn build(&self, b: &Build<'_>) -> Result<Box<dyn Leg>, LegError> {

@@ -15,7 +15,7 @@ use std::fmt::Debug;
 use std::path::Path;
 use std::sync::Arc;
 
-use hopbench_datasets::export::Export;
+use hopbench_datasets::export::{Export, Parts};
 
 use crate::conversation::session::TextVectors;
 use crate::engine::Vectors;
@@ -87,6 +87,14 @@ pub trait LegKind: Params + Debug + Clone + PartialEq + Send + Sync + 'static {
         false
     }
 
+    /// The optional export parts the kind's legs read ([`hopbench_datasets::export::Part`]): prepare builds only the
+    /// parts the selected legs declare, so a leg that read an undeclared one would find it
+    /// missing. The kinds' tests build every kind over an export with only the parts it
+    /// declares.
+    fn reads(&self) -> Parts {
+        Parts::NONE
+    }
+
     /// For a kind that reads a file besides the export (`run`): the parameters with its path
     /// made absolute (a relative one is relative to `base`, the campaign file's directory) and
     /// the file's content hash written in, so the hash is part of the cell key and an edited
@@ -113,6 +121,8 @@ pub trait LegConfig: Debug + Send + Sync {
     fn reads_conversation(&self) -> bool;
     /// See [`LegKind::has_budget`].
     fn has_budget(&self) -> bool;
+    /// See [`LegKind::reads`].
+    fn reads(&self) -> Parts;
     /// See [`LegKind::pin_inputs`].
     fn pin_inputs(&self, leg: &str, base: &Path) -> Result<Option<Arc<dyn LegConfig>>, LegError>;
     /// See [`LegKind::ROLE`].
@@ -146,6 +156,9 @@ impl<K: LegKind> LegConfig for K {
     }
     fn has_budget(&self) -> bool {
         LegKind::has_budget(self)
+    }
+    fn reads(&self) -> Parts {
+        LegKind::reads(self)
     }
     fn pin_inputs(&self, leg: &str, base: &Path) -> Result<Option<Arc<dyn LegConfig>>, LegError> {
         Ok(LegKind::pin_inputs(self, leg, base)?.map(|k| Arc::new(k) as Arc<dyn LegConfig>))
@@ -330,6 +343,53 @@ mod tests {
         ] {
             assert!(built.contains(&k), "{k} was not built: {built:?}");
         }
+    }
+
+    #[test]
+    fn a_kind_reads_no_export_part_it_does_not_declare() {
+        use hopbench_datasets::export::Part;
+        let core = crate::rescue::fixtures::synthetic_core();
+        assert!(!core.parts().has(Part::SimGraph));
+        let full = crate::rescue::fixtures::synthetic();
+        let mut declared = Vec::new();
+        for k in KINDS {
+            let mut flat: Flat = serde_json::from_str(k.example).unwrap();
+            flat.insert("kind".into(), k.name.into());
+            let spec = crate::registry::LegSpec::from_flat(flat).unwrap();
+            // an export with exactly the parts the kind declares: a read of another fails
+            let export = if spec.reads().is_empty() {
+                &core
+            } else {
+                &full
+            };
+            if !spec.reads().is_empty() {
+                declared.push(k.name);
+            }
+            let leg = match spec.build(k.name, export.clone()) {
+                Ok(leg) => leg,
+                // the conversation kinds need text vectors and `run` a file: not built here
+                Err(crate::leg::LegError::MissingInputs(_)) => continue,
+                Err(e) => panic!("kind `{}` over the parts it declares: {e}", k.name),
+            };
+            for q in 0..3 {
+                let input = crate::leg::QueryInput::from_export(export, q);
+                let r = leg.retrieve(&input);
+                assert!(r.is_ok(), "kind `{}` query {q}: {:?}", k.name, r.err());
+            }
+        }
+        assert_eq!(
+            declared,
+            ["cdgr", "cdgr_task"],
+            "the kinds that walk the graph"
+        );
+        // with graph retrieval off by policy, CDGR is CDR and reads no graph
+        let mut flat: Flat = serde_json::from_str(r#"{"policy": "graph-retrieval=off"}"#).unwrap();
+        flat.insert("kind".into(), "cdgr".into());
+        let off = crate::registry::LegSpec::from_flat(flat).unwrap();
+        assert!(off.reads().is_empty());
+        let leg = off.build("cdgr", core.clone()).unwrap();
+        leg.retrieve(&crate::leg::QueryInput::from_export(&core, 0))
+            .unwrap();
     }
 
     #[test]

@@ -36,7 +36,8 @@ impl Command for Assembly {
         let campaign = &s.campaign;
         let mut all = Vec::new();
         for name in select(&self.datasets, campaign.datasets.keys(), "dataset")? {
-            let export = bench::open(campaign, &name, &s.data)?;
+            let parts = campaign.parts_read(campaign.legs.keys().map(String::as_str));
+            let export = bench::open(campaign, &name, &s.data, parts)?;
             let r = bench::assembly(
                 campaign,
                 &name,

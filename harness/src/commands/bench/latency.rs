@@ -41,17 +41,19 @@ impl Command for Latency {
         let s = resolved(settings);
         let campaign = &s.campaign;
         let legs = select(&self.legs, campaign.legs.keys(), "leg")?;
+        let parts = campaign.parts_read(legs.iter().map(String::as_str));
         let from = match &self.queries_from {
             Some(d) => Some(bench::open(
                 campaign,
                 &select(d, campaign.datasets.keys(), "dataset")?[0],
                 &s.data,
+                parts,
             )?),
             None => None,
         };
         let mut all = Vec::new();
         for name in select(&self.datasets, campaign.datasets.keys(), "dataset")? {
-            let export = bench::open(campaign, &name, &s.data)?;
+            let export = bench::open(campaign, &name, &s.data, parts)?;
             let timings = bench::latency(
                 campaign,
                 &name,
