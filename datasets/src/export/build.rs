@@ -1,42 +1,36 @@
-//! Raw dataset -> the export in memory: passages sorted by id into chunks, gold and chains
-//! resolved to chunk indices, BM25, the knowledge graph, vectors, the similarity graph and the
-//! sub-query vectors (from the embedder, or from the dataset's vectors files, read before).
-//! Nothing here touches the file system.
+//! Raw dataset -> the export: passages sorted by id into chunks, gold and chains resolved to
+//! chunk indices, BM25, the knowledge graph, vectors, the similarity graph and the sub-query
+//! vectors (from the embedder, or from the dataset's vectors files, read before). Each part is
+//! written as soon as it is built and then dropped ([`super::write`]'s staging directory), so
+//! the peak memory of a prepare is its largest stage, not the sum of every part.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
-use super::{Chunk, ChunkText, EmbedFn, ExternalTables, PrepareConfig, QueryRecord, Source};
-use crate::enrich::{self, KnowledgeGraph};
+use super::{
+    Chunk, ChunkText, EmbedFn, ExportStats, ExternalTables, Part, Parts, PrepareConfig,
+    QueryRecord, Source,
+};
+use crate::enrich;
 use crate::error::{Error, Result};
 use crate::lexical::{Bm25Index, Tokenizer};
 use crate::model::{
     question_pieces, Passage, Question, QuestionPiece, Span, SpannedDataset, SubQuestion,
 };
-use crate::simgraph::{HnswGraphStats, SimGraph};
+use crate::simgraph::SimGraph;
 use crate::tokens::heuristic_tokens;
 use crate::vectors_file::{VectorSet, VectorTable};
 
-/// An export in memory before it is written.
+/// What a build leaves once its parts are written: their counts and what the manifest and the
+/// dense engine's cache take from it.
 pub(super) struct Built {
-    pub(super) dim: usize,
-    pub(super) chunks: Vec<Chunk>,
-    /// What each chunk says, by chunk index.
-    pub(super) texts: Vec<ChunkText>,
-    pub(super) docs: Vec<String>,
-    pub(super) embeddings: Vec<f32>,
-    pub(super) content_embeddings: Option<Vec<f32>>,
-    pub(super) queries: Vec<QueryRecord>,
-    pub(super) query_embeddings: Vec<f32>,
-    pub(super) bm25: Bm25Index,
-    pub(super) kg: KnowledgeGraph,
-    /// Built only where a selected leg reads it ([`super::Part::SimGraph`]).
-    pub(super) simgraph: Option<SimGraph>,
-    /// What the manifest records of an HNSW-built similarity graph.
-    pub(super) simgraph_hnsw: Option<HnswGraphStats>,
-    /// Its index, handed to the dense engine's cache once the export is written.
+    /// The counts (`simgraph_*` zero without the graph).
+    pub(super) stats: ExportStats,
+    /// The optional parts written.
+    pub(super) parts: Parts,
+    /// The similarity graph's HNSW index, handed to the dense engine's cache once the export
+    /// is in place.
     pub(super) simgraph_shard: Option<crate::hnsw::KeptShard>,
-    pub(super) subquery_embeddings: Vec<Option<Vec<f32>>>,
     /// Vector sets a dataset with vectors files lacks ([`VectorsRecord::absent`]).
     ///
     /// [`VectorsRecord::absent`]: super::VectorsRecord::absent
@@ -81,16 +75,20 @@ fn flatten(vectors: Vec<Vec<f32>>, dim: usize, what: &str) -> Result<Vec<f32>> {
     Ok(flat)
 }
 
-/// Builds the export of `spanned` in memory: the chunks, the queries resolved to them, BM25, the
-/// knowledge graph, the vectors (embedded, or from `external`) and, given a `scratch`
-/// directory (where a selected leg reads it), the similarity graph.
+/// Builds the export of `spanned` into `out` (the staging directory; `None`: an embed-only
+/// pass that writes nothing): the chunks, the queries resolved to them, BM25, the knowledge
+/// graph, the vectors (embedded, or from `external`) and, given a `graph_scratch` directory
+/// (where a selected leg reads it), the similarity graph. Each part is written when it is built
+/// and dropped after, each with the function and arrays a write of everything at the end used,
+/// so the files are byte for byte what they were.
 pub(super) fn build(
     source: &Source,
     spanned: SpannedDataset,
     config: &PrepareConfig,
     embed: &mut EmbedFn<'_>,
     external: Option<&ExternalTables>,
-    scratch: Option<&Path>,
+    graph_scratch: Option<&Path>,
+    out: Option<&Path>,
 ) -> Result<Built> {
     let SpannedDataset { raw, spans } = spanned;
     let origin = PathBuf::from(format!("<dataset {}>", source.name));
@@ -104,29 +102,43 @@ pub(super) fn build(
     let doc_names: BTreeSet<&str> = passages.iter().filter_map(|p| p.doc.as_deref()).collect();
     let docs: Vec<String> = doc_names.iter().map(|s| s.to_string()).collect();
     check_spans(&spans, &passages, &index, &origin)?;
+    let queries = resolve_queries(raw.questions, &passages, &index, &origin)?;
+    drop(index);
+    // the passages' strings move into the chunks' texts and ids: no second copy
+    let mut named = Vec::with_capacity(passages.len());
     let texts: Vec<ChunkText> = passages
-        .iter()
-        .map(|p| ChunkText {
-            title: p.title.clone(),
-            text: p.text.clone(),
-            header: p.header.clone(),
-            joiner: source.protocol.joiner,
+        .into_iter()
+        .map(|p| {
+            named.push((p.id, p.doc));
+            ChunkText {
+                title: p.title,
+                text: p.text,
+                header: p.header,
+                joiner: source.protocol.joiner,
+            }
         })
         .collect();
     let full: Vec<String> = texts.iter().map(ChunkText::full_text).collect();
-    let chunks = chunk_records(&passages, &full, &docs, &spans);
-    let queries = resolve_queries(raw.questions, &passages, &index, &origin)?;
+    let chunks = chunk_records(named, &full, &docs, &spans);
 
     let tokenizer = Tokenizer::english();
-    let bm25 = crate::stages::timed("bm25", || {
-        Bm25Index::build(full.iter().map(String::as_str), &tokenizer, config.bm25)
-    });
-    let titled: Vec<(&str, &str)> = texts
-        .iter()
-        .zip(&full)
-        .map(|(c, f)| (c.title.as_str(), f.as_str()))
-        .collect();
-    let kg = crate::stages::timed("kg", || enrich::build(&titled, &config.enrich));
+    let (bm25_terms, bm25_postings) = crate::stages::timed("bm25", || {
+        let bm25 = Bm25Index::build(full.iter().map(String::as_str), &tokenizer, config.bm25);
+        out.map(|dir| super::write::write_bm25(dir, &bm25))
+            .transpose()?;
+        Ok::<_, Error>((bm25.num_terms(), bm25.num_postings()))
+    })?;
+    let (kg_stats, kg_columns) = crate::stages::timed("kg", || {
+        let titled: Vec<(&str, &str)> = texts
+            .iter()
+            .zip(&full)
+            .map(|(c, f)| (c.title.as_str(), f.as_str()))
+            .collect();
+        let kg = enrich::build(&titled, &config.enrich);
+        out.map(|dir| enrich::write_kg(dir, &kg)).transpose()?;
+        // what the corpus file carries of the graph, kept for it; the graph itself is dropped
+        Ok::<_, Error>((kg.stats(), out.map(|_| enrich::corpus_columns(&kg))))
+    })?;
 
     let sub_texts: Vec<Option<Vec<String>>> = queries
         .iter()
@@ -137,38 +149,76 @@ pub(super) fn build(
         None => embedded(&texts, &full, &queries, &sub_texts, any_header, embed),
         Some(x) => from_files(x, &chunks, &queries, any_header),
     })?;
-    // no `scratch`: no leg reads the graph, or an embed-only pass that keeps nothing but the
-    // vectors it embedded
-    let sim = match scratch {
-        Some(dir) => {
-            let ids: Vec<&str> = chunks.iter().map(|c| c.id.as_str()).collect();
-            Some(crate::stages::timed("simgraph", || {
-                SimGraph::build_with(&v.embeddings, v.dim, &config.simgraph, &ids, dir)
-            })?)
-        }
-        None => None,
+    drop((full, sub_texts));
+    let stats = ExportStats {
+        chunks: chunks.len(),
+        documents: docs.len(),
+        queries: queries.len(),
+        gold_chunks: queries.iter().map(|q| q.gold.len()).sum(),
+        queries_with_chain: queries.iter().filter(|q| q.chain.is_some()).count(),
+        graded_gold: super::write::graded_gold(&queries),
+        chunks_with_header: texts.iter().filter(|t| t.header.is_some()).count(),
+        chunks_with_span: Some(chunks.iter().filter(|c| c.span.is_some()).count()),
+        bm25_terms,
+        bm25_postings,
+        kg: kg_stats,
+        simgraph_edges: 0,
+        simgraph_communities: 0,
+        simgraph_hnsw: None,
     };
-    let (simgraph, simgraph_hnsw, simgraph_shard) = match sim {
-        Some(s) => (Some(s.graph), s.hnsw, s.shard),
-        None => (None, None, None),
+    let VectorSets {
+        dim,
+        embeddings,
+        content,
+        queries: query_embeddings,
+        subqueries,
+        absent,
+    } = v;
+    if let (Some(dir), Some(kg_columns)) = (out, kg_columns) {
+        crate::stages::timed("write", || {
+            let corpus = super::write::Corpus {
+                chunks: &chunks,
+                texts: &texts,
+                docs: &docs,
+                dim,
+                embeddings: &embeddings,
+                content_embeddings: content.as_deref(),
+                kg_columns,
+            };
+            super::write::write_corpus(dir, corpus)?;
+            super::write::write_queries(
+                dir,
+                &chunks,
+                &docs,
+                &queries,
+                dim,
+                &query_embeddings,
+                &subqueries,
+            )
+        })?;
+    }
+    drop((texts, content, query_embeddings, subqueries, queries));
+    // no `graph_scratch`: no leg reads the graph, or an embed-only pass
+    let mut built = Built {
+        stats,
+        parts: Parts::NONE,
+        simgraph_shard: None,
+        absent_vectors: absent,
     };
-    Ok(Built {
-        dim: v.dim,
-        chunks,
-        texts,
-        docs,
-        embeddings: v.embeddings,
-        content_embeddings: v.content,
-        queries,
-        query_embeddings: v.queries,
-        bm25,
-        kg,
-        simgraph,
-        simgraph_hnsw,
-        simgraph_shard,
-        subquery_embeddings: v.subqueries,
-        absent_vectors: v.absent,
-    })
+    if let Some(scratch) = graph_scratch {
+        let ids: Vec<&str> = chunks.iter().map(|c| c.id.as_str()).collect();
+        let sim = crate::stages::timed("simgraph", || {
+            let sim = SimGraph::build_with(&embeddings, dim, &config.simgraph, &ids, scratch)?;
+            out.map(|dir| sim.graph.write(dir)).transpose()?;
+            Ok::<_, Error>(sim)
+        })?;
+        built.stats.simgraph_edges = sim.graph.num_edges();
+        built.stats.simgraph_communities = sim.graph.num_communities();
+        built.stats.simgraph_hnsw = sim.hnsw;
+        built.simgraph_shard = sim.shard;
+        built.parts = built.parts.with(Part::SimGraph);
+    }
+    Ok(built)
 }
 
 /// Checks the prepare config's similarity-graph and enrichment sections first, so a bad value
@@ -238,10 +288,11 @@ fn check_spans(
     Ok(())
 }
 
-/// The chunk of each passage: its document's index in `docs` (sorted names), the token count
-/// of its `full` text (what is indexed and embedded) and its span.
+/// The chunk of each passage (`named`: its id and document): its document's index in `docs`
+/// (sorted names), the token count of its `full` text (what is indexed and embedded) and its
+/// span.
 fn chunk_records(
-    passages: &[Passage],
+    named: Vec<(String, Option<String>)>,
     full: &[String],
     docs: &[String],
     spans: &BTreeMap<String, Span>,
@@ -251,14 +302,14 @@ fn chunk_records(
         .enumerate()
         .map(|(i, d)| (d.as_str(), i as u32))
         .collect();
-    passages
-        .iter()
+    named
+        .into_iter()
         .zip(full)
-        .map(|(p, full)| Chunk {
-            id: p.id.clone(),
-            doc: p.doc.as_deref().map(|d| doc_index[d]),
+        .map(|((id, doc), full)| Chunk {
+            doc: doc.as_deref().map(|d| doc_index[d]),
             tokens: heuristic_tokens(full),
-            span: spans.get(&p.id).copied(),
+            span: spans.get(&id).copied(),
+            id,
         })
         .collect()
 }

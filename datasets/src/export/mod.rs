@@ -594,13 +594,22 @@ pub fn prepare_spanned(
     }
     let raw = crate::stages::timed("read", raw)?;
     let graph_scratch = parts.has(Part::SimGraph).then_some(scratch);
-    let built = build::build(source, raw, config, embed, external.as_ref(), graph_scratch)?;
+    let staging = write::Staging::create(dir)?;
+    let out = Some(staging.path());
+    let mut built = build::build(
+        source,
+        raw,
+        config,
+        embed,
+        external.as_ref(),
+        graph_scratch,
+        out,
+    )?;
     let mut planned = planned;
     if let Some(v) = planned.vectors.as_mut() {
         v.absent = built.absent_vectors.clone();
     }
-    let mut built = built;
-    let manifest = crate::stages::timed("write", || write::write_atomically(dir, planned, &built))?;
+    let manifest = crate::stages::timed("commit", || staging.commit(dir, planned, &built))?;
     if let Some(shard) = built.simgraph_shard.take() {
         keep_shard(shard, dir, &manifest, config);
     }
@@ -662,7 +671,7 @@ pub fn embed_only_spanned(
     if identity::reusable(dir, &planned.input_key) {
         return Ok(false);
     }
-    build::build(source, raw()?, config, embed, None, None)?;
+    build::build(source, raw()?, config, embed, None, None, None)?;
     Ok(true)
 }
 

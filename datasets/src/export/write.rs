@@ -1,87 +1,110 @@
-//! The export in memory -> its directory: every file written into a temporary sibling, hashed
-//! into the manifest, and the directory renamed into place, so a crash never leaves a manifest
-//! that lies about its files.
+//! The export's files -> its directory: every file is written into a staging directory beside
+//! it as soon as its part is built ([`super::build`]), then hashed into the manifest, and the
+//! directory renamed into place, so a crash never leaves a manifest that lies about its files.
 
 use std::collections::BTreeSet;
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
+use arrow_array::ArrayRef;
 use serde::Serialize;
 
 use super::build::Built;
 use super::identity::hash_file;
-use super::{Bm25Stats, ExportStats, Manifest, Part, Parts};
-use crate::enrich;
+use super::{Bm25Stats, Chunk, ChunkText, Manifest, QueryRecord};
 use crate::error::{Error, Result};
 use crate::lexical::{Bm25Index, Tokenizer};
 use crate::parquet_io as pq;
-use crate::simgraph::SimGraph;
 
-/// Writes `b` into `dir`, replacing what is there; returns `manifest` completed with the file
-/// hashes and counts.
-pub(super) fn write_atomically(dir: &Path, mut manifest: Manifest, b: &Built) -> Result<Manifest> {
-    let parent = dir.parent().unwrap_or(Path::new("."));
-    fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
-    let name = dir
-        .file_name()
-        .map(|n| n.to_string_lossy().to_string())
-        .unwrap_or_default();
-    let tmp = parent.join(format!(".{name}.tmp-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&tmp);
-    fs::create_dir_all(&tmp).map_err(|e| Error::io(&tmp, e))?;
-    let result = (|| {
-        write_files(&tmp, b)?;
-        let parts = match b.simgraph {
-            Some(_) => Parts::NONE.with(Part::SimGraph),
-            None => Parts::NONE,
-        };
-        for f in parts.files() {
+/// A hidden sibling of the export's directory that the build writes into; removed again unless
+/// it is committed ([`Staging::commit`]), so a failed or interrupted build leaves nothing.
+pub(super) struct Staging {
+    tmp: PathBuf,
+    committed: bool,
+}
+
+impl Staging {
+    /// Creates the staging directory of the export at `dir` (an old one of this process is
+    /// removed first).
+    pub(super) fn create(dir: &Path) -> Result<Staging> {
+        let parent = dir.parent().unwrap_or(Path::new("."));
+        fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+        let name = dir
+            .file_name()
+            .map(|n| n.to_string_lossy().to_string())
+            .unwrap_or_default();
+        let tmp = parent.join(format!(".{name}.tmp-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&tmp);
+        fs::create_dir_all(&tmp).map_err(|e| Error::io(&tmp, e))?;
+        Ok(Staging {
+            tmp,
+            committed: false,
+        })
+    }
+
+    /// Where the build writes.
+    pub(super) fn path(&self) -> &Path {
+        &self.tmp
+    }
+
+    /// Hashes the files of `b`'s parts into `manifest` with its counts, writes the manifest and
+    /// renames the staging directory to `dir`, replacing what is there; returns the manifest.
+    pub(super) fn commit(
+        mut self,
+        dir: &Path,
+        mut manifest: Manifest,
+        b: &Built,
+    ) -> Result<Manifest> {
+        for f in b.parts.files() {
             manifest
                 .files
-                .insert(f.to_string(), hash_file(&tmp.join(f))?);
+                .insert(f.to_string(), hash_file(&self.tmp.join(f))?);
         }
-        manifest.stats = ExportStats {
-            chunks: b.chunks.len(),
-            documents: b.docs.len(),
-            queries: b.queries.len(),
-            gold_chunks: b.queries.iter().map(|q| q.gold.len()).sum(),
-            queries_with_chain: b.queries.iter().filter(|q| q.chain.is_some()).count(),
-            graded_gold: graded_gold(&b.queries),
-            chunks_with_header: b.texts.iter().filter(|t| t.header.is_some()).count(),
-            chunks_with_span: Some(b.chunks.iter().filter(|c| c.span.is_some()).count()),
-            bm25_terms: b.bm25.num_terms(),
-            bm25_postings: b.bm25.num_postings(),
-            kg: b.kg.stats(),
-            simgraph_edges: b.simgraph.as_ref().map_or(0, SimGraph::num_edges),
-            simgraph_communities: b.simgraph.as_ref().map_or(0, SimGraph::num_communities),
-            simgraph_hnsw: b.simgraph_hnsw.clone(),
-        };
-        let path = tmp.join("manifest.json");
+        manifest.stats = b.stats.clone();
+        let path = self.tmp.join("manifest.json");
         let text = serde_json::to_string_pretty(&manifest).expect("manifest");
         fs::write(&path, text).map_err(|e| Error::io(&path, e))?;
         if dir.exists() {
             fs::remove_dir_all(dir).map_err(|e| Error::io(dir, e))?;
         }
-        fs::rename(&tmp, dir).map_err(|e| Error::io(dir, e))
-    })();
-    if result.is_err() {
-        let _ = fs::remove_dir_all(&tmp);
+        fs::rename(&self.tmp, dir).map_err(|e| Error::io(dir, e))?;
+        self.committed = true;
+        Ok(manifest)
     }
-    result.map(|_| manifest)
 }
 
-/// Writes the export's files into `dir`: the corpus with the knowledge graph and the similarity
-/// graph, the queries, then the BM25 index.
-fn write_files(dir: &Path, b: &Built) -> Result<()> {
-    write_corpus(dir, b)?;
-    write_queries(dir, b)?;
-    write_bm25(dir, &b.bm25)
+impl Drop for Staging {
+    fn drop(&mut self) {
+        if !self.committed {
+            let _ = fs::remove_dir_all(&self.tmp);
+        }
+    }
 }
 
-/// Writes `corpus.parquet` (one row per chunk: ids, document, span, texts, token count, vectors
-/// and the knowledge graph's columns), the knowledge graph's and the similarity graph's files.
-fn write_corpus(dir: &Path, b: &Built) -> Result<()> {
-    let (c, t) = (&b.chunks, &b.texts);
+/// What `corpus.parquet` is written from.
+pub(super) struct Corpus<'a> {
+    pub(super) chunks: &'a [Chunk],
+    pub(super) texts: &'a [ChunkText],
+    pub(super) docs: &'a [String],
+    pub(super) dim: usize,
+    pub(super) embeddings: &'a [f32],
+    pub(super) content_embeddings: Option<&'a [f32]>,
+    /// The knowledge graph's per-chunk columns ([`crate::enrich::corpus_columns`]).
+    pub(super) kg_columns: Vec<(&'static str, ArrayRef)>,
+}
+
+/// Writes `corpus.parquet`: one row per chunk: ids, document, span, texts, token count, vectors
+/// and the knowledge graph's columns, a row group at a time ([`pq::write_in_groups`]).
+pub(super) fn write_corpus(dir: &Path, b: Corpus<'_>) -> Result<()> {
+    pq::write_in_groups(&dir.join("corpus.parquet"), b.chunks.len(), |r| {
+        corpus_rows(&b, r)
+    })
+}
+
+/// The corpus columns of the chunks in `rows`.
+fn corpus_rows(b: &Corpus<'_>, rows: std::ops::Range<usize>) -> Vec<(&'static str, ArrayRef)> {
+    let (c, t) = (&b.chunks[rows.clone()], &b.texts[rows.clone()]);
+    let d = b.dim;
     let mut cols = vec![
         (
             "chunk_id",
@@ -123,25 +146,32 @@ fn write_corpus(dir: &Path, b: &Built) -> Result<()> {
             "token_count",
             pq::u32s(&c.iter().map(|c| c.tokens).collect::<Vec<_>>()),
         ),
-        ("embedding", pq::vectors(&b.embeddings, b.dim)),
+        (
+            "embedding",
+            pq::vectors(&b.embeddings[rows.start * d..rows.end * d], d),
+        ),
     ];
-    if let Some(ce) = &b.content_embeddings {
-        cols.push(("embedding_content", pq::vectors(ce, b.dim)));
+    if let Some(ce) = b.content_embeddings {
+        cols.push((
+            "embedding_content",
+            pq::vectors(&ce[rows.start * d..rows.end * d], d),
+        ));
     }
-    cols.extend(enrich::corpus_columns(&b.kg));
-    pq::write(&dir.join("corpus.parquet"), cols)?;
-    enrich::write_kg(dir, &b.kg)?;
-    match &b.simgraph {
-        Some(g) => g.write(dir),
-        None => Ok(()),
-    }
+    cols.extend((b.kg_columns.iter()).map(|(name, a)| (*name, a.slice(rows.start, rows.len()))));
+    cols
 }
 
 /// Writes `queries.parquet`: chunks are named by id (gold, chains) and documents by name, so the
 /// file reads without the export's chunk order; `gold_grades` only for graded gold.
-fn write_queries(dir: &Path, b: &Built) -> Result<()> {
-    let c = &b.chunks;
-    let q = &b.queries;
+pub(super) fn write_queries(
+    dir: &Path,
+    c: &[Chunk],
+    docs: &[String],
+    q: &[QueryRecord],
+    dim: usize,
+    query_embeddings: &[f32],
+    subquery_embeddings: &[Option<Vec<f32>>],
+) -> Result<()> {
     let ids_of = |v: &[u32]| {
         v.iter()
             .map(|&i| c[i as usize].id.clone())
@@ -150,7 +180,7 @@ fn write_queries(dir: &Path, b: &Built) -> Result<()> {
     let gold_docs = |v: &[u32]| {
         let set: BTreeSet<u32> = v.iter().filter_map(|&i| c[i as usize].doc).collect();
         set.into_iter()
-            .map(|d| b.docs[d as usize].clone())
+            .map(|d| docs[d as usize].clone())
             .collect::<Vec<_>>()
     };
     let mut columns = vec![
@@ -162,7 +192,7 @@ fn write_queries(dir: &Path, b: &Built) -> Result<()> {
             "text",
             pq::strings(&q.iter().map(|q| q.text.as_str()).collect::<Vec<_>>()),
         ),
-        ("embedding", pq::vectors(&b.query_embeddings, b.dim)),
+        ("embedding", pq::vectors(query_embeddings, dim)),
         (
             "gold_chunk_ids",
             pq::string_lists(&q.iter().map(|q| Some(ids_of(&q.gold))).collect::<Vec<_>>()),
@@ -213,7 +243,7 @@ fn write_queries(dir: &Path, b: &Built) -> Result<()> {
                     .collect::<Vec<_>>(),
             ),
         ),
-        ("subquery_embeddings", f32_lists(&b.subquery_embeddings)),
+        ("subquery_embeddings", f32_lists(subquery_embeddings)),
     ];
     // binary gold stores no grade, so its queries file is what it was before grades were kept
     if graded_gold(q).is_some() {
@@ -228,7 +258,7 @@ fn write_queries(dir: &Path, b: &Built) -> Result<()> {
 
 /// Writes the BM25 index as `bm25-stats.json` (tokenizer, parameters, document lengths) and
 /// `bm25-postings.parquet` (one row per term), what loading rebuilds it from.
-fn write_bm25(dir: &Path, bm25: &Bm25Index) -> Result<()> {
+pub(super) fn write_bm25(dir: &Path, bm25: &Bm25Index) -> Result<()> {
     let parts = bm25.to_parts();
     let stats = Bm25Stats {
         tokenizer: Tokenizer::english().name().into(),
@@ -240,34 +270,22 @@ fn write_bm25(dir: &Path, bm25: &Bm25Index) -> Result<()> {
     let path = dir.join("bm25-stats.json");
     fs::write(&path, serde_json::to_vec(&stats).expect("stats"))
         .map_err(|e| Error::io(&path, e))?;
-    let runs: Vec<(Vec<u32>, Vec<u32>)> = (0..parts.terms.len())
-        .map(|t| {
-            let (s, e) = (parts.offsets[t] as usize, parts.offsets[t + 1] as usize);
-            (
-                parts.post_chunk[s..e].to_vec(),
-                parts.post_tf[s..e].to_vec(),
-            )
-        })
-        .collect();
     pq::write(
         &dir.join("bm25-postings.parquet"),
         vec![
             ("term", pq::strings(&parts.terms)),
             (
                 "chunks",
-                pq::u32_lists(&runs.iter().map(|r| r.0.clone()).collect::<Vec<_>>()),
+                pq::u32_lists_flat(&parts.offsets, &parts.post_chunk),
             ),
-            (
-                "tfs",
-                pq::u32_lists(&runs.iter().map(|r| r.1.clone()).collect::<Vec<_>>()),
-            ),
+            ("tfs", pq::u32_lists_flat(&parts.offsets, &parts.post_tf)),
         ],
     )?;
     Ok(())
 }
 
 /// The gold chunks whose grade is not 1 (`None`: none, binary gold).
-fn graded_gold(queries: &[super::QueryRecord]) -> Option<usize> {
+pub(super) fn graded_gold(queries: &[QueryRecord]) -> Option<usize> {
     let n = queries
         .iter()
         .flat_map(|q| q.grades.iter().flatten())
