@@ -146,12 +146,16 @@ def _arrow_ready(columns, polars):
         import polars as pl
 
         return (all(c.dtype == pl.String for c in ids)
-                and (values.dtype.is_integer() or values.dtype.is_float()))
+                and (values.dtype.is_integer() or values.dtype in (pl.Float32, pl.Float64)))
     from pandas.api.types import is_numeric_dtype
 
-    # integers and floats (numpy's or Arrow's); booleans, complex and decimals go as lists
+    # integers, and floats of 32 or 64 bits (numpy's or Arrow's); booleans, complex, decimals
+    # and half floats go as lists
+    dtype = values.dtype
     return (_has_pyarrow() and all(_arrow_string(c.dtype) for c in ids)
-            and is_numeric_dtype(values.dtype) and values.dtype.kind in "iuf")
+            and is_numeric_dtype(dtype)
+            and (dtype.kind in "iu"
+                 or (dtype.kind == "f" and getattr(dtype, "itemsize", 8) >= 4)))
 
 
 _MISSING = object()

@@ -108,6 +108,10 @@ def test_columns_arrow_cannot_take_go_as_lists():
     assert via(python_strings, "run", True)[0] == "columns"
     categorical = arrow_backed(run).astype({"query_id": "category"})
     assert via(categorical, "run", True)[0] == "columns"
+    half = arrow_backed(run).astype({"score": "float16"})
+    assert via(half, "run", True)[0] == "columns"
+    assert core(via(half, "run", True), via(arrow_backed(frames(*random_rows(6))[1]), "qrels",
+                                                True), ["AP"])
 
 
 def test_bad_values_are_named_by_row_as_the_lists_name_them():

@@ -609,7 +609,9 @@ pub fn prepare_spanned(
     if let Some(v) = planned.vectors.as_mut() {
         v.absent = built.absent_vectors.clone();
     }
-    let manifest = crate::stages::timed("commit", || staging.commit(dir, planned, &built))?;
+    let manifest = crate::stages::timed("commit", || {
+        staging.commit(dir, planned, built.parts, &built.stats)
+    })?;
     if let Some(shard) = built.simgraph_shard.take() {
         keep_shard(shard, dir, &manifest, config);
     }

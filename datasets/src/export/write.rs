@@ -9,9 +9,8 @@ use std::path::{Path, PathBuf};
 use arrow_array::ArrayRef;
 use serde::Serialize;
 
-use super::build::Built;
 use super::identity::hash_file;
-use super::{Bm25Stats, Chunk, ChunkText, Manifest, QueryRecord};
+use super::{Bm25Stats, Chunk, ChunkText, ExportStats, Manifest, Parts, QueryRecord};
 use crate::error::{Error, Result};
 use crate::lexical::{Bm25Index, Tokenizer};
 use crate::parquet_io as pq;
@@ -47,20 +46,22 @@ impl Staging {
         &self.tmp
     }
 
-    /// Hashes the files of `b`'s parts into `manifest` with its counts, writes the manifest and
-    /// renames the staging directory to `dir`, replacing what is there; returns the manifest.
+    /// Hashes the files of the core and `parts` into `manifest` with the `stats`, writes the
+    /// manifest and renames the staging directory to `dir`, replacing what is there; returns
+    /// the manifest.
     pub(super) fn commit(
         mut self,
         dir: &Path,
         mut manifest: Manifest,
-        b: &Built,
+        parts: Parts,
+        stats: &ExportStats,
     ) -> Result<Manifest> {
-        for f in b.parts.files() {
+        for f in parts.files() {
             manifest
                 .files
                 .insert(f.to_string(), hash_file(&self.tmp.join(f))?);
         }
-        manifest.stats = b.stats.clone();
+        manifest.stats = stats.clone();
         let path = self.tmp.join("manifest.json");
         let text = serde_json::to_string_pretty(&manifest).expect("manifest");
         fs::write(&path, text).map_err(|e| Error::io(&path, e))?;
