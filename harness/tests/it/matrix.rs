@@ -597,3 +597,71 @@ legs:
         assert!(a["reason"].as_str().unwrap().contains("text alone"), "{a}");
     }
 }
+
+#[test]
+fn the_similarity_graph_is_built_only_when_a_selected_leg_walks_it_and_added_later() {
+    let env = Env::new();
+    let campaign = crate::util::CAMPAIGN.to_string() + "  cdgr: {kind: cdgr}\n  cdr: {kind: cdr}\n";
+    std::fs::write(env.path().join("campaign.yaml"), campaign).unwrap();
+    let export = env.results("results").join("exports").join("synthetic");
+    let listed = || -> Vec<String> {
+        let text = std::fs::read_to_string(export.join("manifest.json")).unwrap();
+        let m: serde_json::Value = serde_json::from_str(&text).unwrap();
+        m["files"].as_object().unwrap().keys().cloned().collect()
+    };
+    let run = |legs: &str| {
+        env.ok(&[
+            "run-matrix",
+            "--threads",
+            "1",
+            "--datasets",
+            "synthetic",
+            "--legs",
+            legs,
+        ])
+    };
+    // CDR ranks without the graph: the export has none
+    let out = run("lexical,cdr");
+    assert!(
+        !listed().iter().any(|f| f.starts_with("simgraph")),
+        "{:?}",
+        listed()
+    );
+    assert!(!export.join("simgraph-edges.parquet").exists());
+    assert!(!out.contains("added the similarity graph"), "{out}");
+    // CDGR walks it: added to the same export, nothing else rebuilt
+    let corpus = std::fs::read(export.join("corpus.parquet")).unwrap();
+    let out = run("cdgr");
+    assert!(
+        out.contains("synthetic: added the similarity graph"),
+        "{out}"
+    );
+    assert!(
+        listed().iter().any(|f| f == "simgraph-edges.parquet"),
+        "{:?}",
+        listed()
+    );
+    assert_eq!(
+        std::fs::read(export.join("corpus.parquet")).unwrap(),
+        corpus
+    );
+    assert_eq!(env.summary("results", "synthetic", "cdgr")["status"], "ok");
+    // a complete prepare (every leg of the campaign) is that export, byte for byte
+    env.ok(&[
+        "prepare",
+        "--campaign",
+        "campaign.yaml",
+        "--results",
+        "whole",
+        "--datasets",
+        "synthetic",
+    ]);
+    let whole =
+        std::fs::read_to_string(env.results("whole").join("exports/synthetic/manifest.json"))
+            .unwrap();
+    let whole: serde_json::Value = serde_json::from_str(&whole).unwrap();
+    let grown: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(export.join("manifest.json")).unwrap())
+            .unwrap();
+    assert_eq!(whole["files"], grown["files"]);
+}
