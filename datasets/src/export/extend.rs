@@ -9,9 +9,10 @@
 use std::fs;
 use std::path::Path;
 
-use super::identity::hash_file;
+use super::identity::{hash_file, verify};
 use super::{keep_shard, Manifest, Part, Parts, PrepareConfig};
 use crate::error::{Error, Result};
+use crate::parquet_io as pq;
 use crate::simgraph::SimGraph;
 
 /// Adds the parts of `missing` to the export in `dir` (whose manifest, `manifest`, was
@@ -23,15 +24,22 @@ pub(super) fn extend(
     config: &PrepareConfig,
     scratch: &Path,
 ) -> Result<Manifest> {
-    let export = super::load(dir)?;
     let mut shard = None;
     for part in missing.iter() {
         match part {
             Part::SimGraph => {
-                let ids: Vec<&str> = export.chunks.iter().map(|c| c.id.as_str()).collect();
-                let vectors = export.embeddings()?;
+                // the chunk ids and vectors alone, from the corpus file checked again now (the
+                // rest of the export is not decoded)
+                verify(dir, &manifest, "corpus.parquet")?;
+                let corpus = dir.join("corpus.parquet");
+                let ids = pq::Table::read_columns(&corpus, &["chunk_id"])?
+                    .columns()
+                    .strings("chunk_id")?;
+                let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+                let dim = manifest.dim;
+                let vectors = pq::read_vectors(&corpus, "embedding", dim, ids.len())?;
                 let built = crate::stages::timed("simgraph", || {
-                    SimGraph::build_with(vectors, export.dim, &config.simgraph, &ids, scratch)
+                    SimGraph::build_with(&vectors, dim, &config.simgraph, &ids, scratch)
                 })?;
                 move_in(dir, &mut manifest, part, |tmp| built.graph.write(tmp))?;
                 manifest.stats.simgraph_edges = built.graph.num_edges();
@@ -41,7 +49,6 @@ pub(super) fn extend(
             }
         }
     }
-    drop(export);
     debug_assert!(manifest.parts().is_some(), "whole parts only");
     let path = dir.join("manifest.json");
     let tmp = dir.join(format!(".manifest.json.tmp-{}", std::process::id()));
