@@ -1059,16 +1059,23 @@ fn a_part_added_later_is_the_part_a_complete_prepare_builds() {
     let dir = tmp.path().join("grown");
     let calls = std::rc::Rc::new(std::cell::Cell::new(0));
     let cfg = PrepareConfig::default();
-    let raw_spanned = || Ok(SpannedDataset::from(raw()));
-    let (core, how) = prepare_spanned(
-        &source(),
-        raw_spanned,
-        &cfg,
-        &mut fake(8, calls.clone()),
-        &dir,
-        Parts::NONE,
-    )
-    .unwrap();
+    let raw_reads = std::cell::Cell::new(0);
+    let prep = |parts: Parts| {
+        let raw_spanned = || {
+            raw_reads.set(raw_reads.get() + 1);
+            Ok(SpannedDataset::from(raw()))
+        };
+        prepare_spanned(
+            &source(),
+            raw_spanned,
+            &cfg,
+            &mut fake(8, calls.clone()),
+            &dir,
+            parts,
+        )
+        .unwrap()
+    };
+    let (core, how) = prep(Parts::NONE);
     assert_eq!(how, Prepared::Written);
     assert_eq!(core.parts(), Some(Parts::NONE));
     for f in crate::simgraph::SIMGRAPH_FILES {
@@ -1089,31 +1096,11 @@ fn a_part_added_later_is_the_part_a_complete_prepare_builds() {
     drop(e);
     // asking for no part reuses it; asking for the graph adds it, nothing else rebuilt
     let embedded = calls.get();
-    let (_, how) = prepare_spanned(
-        &source(),
-        raw_spanned,
-        &cfg,
-        &mut fake(8, calls.clone()),
-        &dir,
-        Parts::NONE,
-    )
-    .unwrap();
+    let (_, how) = prep(Parts::NONE);
     assert_eq!(how, Prepared::Reused);
-    let read_raw = std::cell::Cell::new(false);
-    let (grown, how) = prepare_spanned(
-        &source(),
-        || {
-            read_raw.set(true);
-            raw_spanned()
-        },
-        &cfg,
-        &mut fake(8, calls.clone()),
-        &dir,
-        Parts::all(),
-    )
-    .unwrap();
+    let (grown, how) = prep(Parts::all());
     assert_eq!(how, Prepared::Extended(Parts::all()));
-    assert!(!read_raw.get(), "the raw dataset is not read again");
+    assert_eq!(raw_reads.get(), 1, "the raw dataset is not read again");
     assert_eq!(calls.get(), embedded, "nothing is embedded again");
     // byte for byte the complete export: every file, the content hash, the counts
     assert_eq!(grown.files, whole.files);
@@ -1131,15 +1118,7 @@ fn a_part_added_later_is_the_part_a_complete_prepare_builds() {
         .to_string_lossy()
         .starts_with('.')));
     // a later run that needs fewer parts keeps the ones the export has
-    let (kept, how) = prepare_spanned(
-        &source(),
-        raw_spanned,
-        &cfg,
-        &mut fake(8, calls),
-        &dir,
-        Parts::NONE,
-    )
-    .unwrap();
+    let (kept, how) = prep(Parts::NONE);
     assert_eq!((how, kept.parts()), (Prepared::Reused, Some(Parts::all())));
 }
 
