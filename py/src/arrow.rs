@@ -23,6 +23,19 @@ use crate::InputError;
 
 const STREAM: &CStr = c"arrow_array_stream";
 
+/// Chunk `$c`'s values as `$boxed` (a boxed iterator), each mapped by `$f`, for whichever of
+/// the primitive types `$t` the chunk holds (the caller has checked that it is one of them).
+macro_rules! primitive_values {
+    ($c:expr, $boxed:ty, $f:expr; $($t:ty),* $(,)?) => {
+        match $c.data_type() {
+            $(t if t == &<$t as arrow_array::types::ArrowPrimitiveType>::DATA_TYPE => {
+                Box::new($c.as_primitive::<$t>().values().iter().map(|&v| ($f)(v))) as $boxed
+            })*
+            _ => unreachable!("the column's type was checked"),
+        }
+    };
+}
+
 /// One column, its chunks as the producer exported them.
 pub(crate) struct Column {
     chunks: Vec<ArrayRef>,
@@ -125,31 +138,26 @@ impl Column {
     }
 
     /// The column's values as numbers, row by row (a run's scores), with the place of each.
+    // one conversion written for every primitive type: for f64 itself it is the identity
+    #[allow(clippy::unnecessary_cast)]
     pub(crate) fn f64s<'a>(
         &'a self,
         name: &Path,
         field: &str,
     ) -> Result<Box<dyn Iterator<Item = f64> + 'a>, DataError> {
         self.no_nulls(name, field)?;
-        macro_rules! values {
-            ($c:expr, $($t:ty),*) => {
-                match $c.data_type() {
-                    $(t if t == &<$t as arrow_array::types::ArrowPrimitiveType>::DATA_TYPE =>
-                        Box::new($c.as_primitive::<$t>().values().iter().map(|&v| v as f64))
-                            as Box<dyn Iterator<Item = f64> + 'a>,)*
-                    _ => unreachable!("the column's type was checked"),
-                }
-            };
-        }
         self.numeric(name, field, "numbers")?;
         Ok(Box::new(self.chunks.iter().flat_map(|c| {
-            values!(c, Float64Type, Float32Type, Int64Type, Int32Type, Int16Type, Int8Type,
-                    UInt64Type, UInt32Type, UInt16Type, UInt8Type)
+            primitive_values!(c, Box<dyn Iterator<Item = f64> + 'a>, |v| v as f64;
+                Float64Type, Float32Type, Int64Type, Int32Type, Int16Type, Int8Type,
+                UInt64Type, UInt32Type, UInt16Type, UInt8Type)
         })))
     }
 
     /// The column's values as grades, row by row: integers (a grade above `i64::MAX` is an
     /// error naming its row).
+    // one conversion written for every integer type: for i64 itself it is the identity
+    #[allow(clippy::useless_conversion, clippy::unnecessary_fallible_conversions)]
     pub(crate) fn grades<'a>(
         &'a self,
         name: &'a Path,
@@ -164,19 +172,11 @@ impl Column {
                 format!("holds Arrow {}, not integer grades", self.data_type().unwrap()),
             ));
         }
-        macro_rules! values {
-            ($c:expr, $($t:ty),*) => {
-                match $c.data_type() {
-                    $(t if t == &<$t as arrow_array::types::ArrowPrimitiveType>::DATA_TYPE =>
-                        Box::new($c.as_primitive::<$t>().values().iter().map(|&v| i64::try_from(v).ok()))
-                            as Box<dyn Iterator<Item = Option<i64>> + 'a>,)*
-                    _ => unreachable!("the column's type was checked"),
-                }
-            };
-        }
         let values = self.chunks.iter().flat_map(|c| {
-            values!(c, Int64Type, Int32Type, Int16Type, Int8Type, UInt64Type, UInt32Type,
-                    UInt16Type, UInt8Type)
+            primitive_values!(c, Box<dyn Iterator<Item = Option<i64>> + 'a>,
+                |v| i64::try_from(v).ok();
+                Int64Type, Int32Type, Int16Type, Int8Type, UInt64Type, UInt32Type, UInt16Type,
+                UInt8Type)
         });
         Ok(Box::new(values.enumerate().map(move |(row, g)| {
             g.ok_or_else(|| {
