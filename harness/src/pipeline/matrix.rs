@@ -672,11 +672,11 @@ fn write_computed(
     results: &[QueryResult],
 ) -> Result<()> {
     let paths = &head.paths;
-    let ids: Vec<String> = results.iter().map(|r| r.id.clone()).collect();
-    let ranked: Vec<Vec<u32>> = results.iter().map(|r| r.ranked.clone()).collect();
-    trec::write(
+    trec::write_run(
         &paths.run,
-        &trec::run_text(export, &ids, &ranked, &format!("hopbench-{}", head.leg)),
+        export,
+        results.iter().map(|r| (r.id.as_str(), r.ranked.as_slice())),
+        &format!("hopbench-{}", head.leg),
     )?;
     let names = evaluate::metric_names(&campaign.recall_k, &campaign.extra_measures());
     summary::write_records(&paths.records, &names, &campaign.breakdown_labels, results)?;

@@ -35,10 +35,14 @@ pub fn code_version() -> &'static str {
             .get()
             .cloned()
             .or_else(|| std::env::current_exe().ok());
+        // streamed: the executable (tens of MB) is never held whole
         let hash = exe
             .as_deref()
-            .and_then(|p: &Path| std::fs::read(p).ok())
-            .map(|bytes| blake3::hash(&bytes).to_hex()[..16].to_string())
+            .and_then(|p: &Path| {
+                let mut h = blake3::Hasher::new();
+                h.update_reader(std::fs::File::open(p).ok()?).ok()?;
+                Some(h.finalize().to_hex()[..16].to_string())
+            })
             .unwrap_or_else(|| "unknown".into());
         format!("{}+{}", env!("CARGO_PKG_VERSION"), hash)
     })

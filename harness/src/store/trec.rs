@@ -8,7 +8,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use hopbench_datasets::export::Export;
 
 use crate::store::fsx;
@@ -29,23 +29,46 @@ pub fn encode_id(id: &str) -> String {
     out
 }
 
-/// The run file text: `qid Q0 docno rank score tag` per selected chunk.
-pub fn run_text(export: &Export, query_ids: &[String], ranked: &[Vec<u32>], tag: &str) -> String {
-    let mut out = String::new();
-    for (qid, list) in query_ids.iter().zip(ranked) {
+/// Writes the run file of `ranked` (each query's id with its chunk indices in rank order) to
+/// `path` atomically, a line at a time: `qid Q0 docno rank score tag` per selected chunk. The
+/// lines go straight to the file: a run of 100,000 queries is never held as one string.
+pub fn write_run<'a>(
+    path: &Path,
+    export: &Export,
+    ranked: impl IntoIterator<Item = (&'a str, &'a [u32])>,
+    tag: &str,
+) -> Result<()> {
+    fsx::write_with(path, |tmp| {
+        let file = std::fs::File::create(tmp)
+            .with_context(|| format!("{}: cannot create", tmp.display()))?;
+        let mut out = std::io::BufWriter::new(file);
+        run_lines(&mut out, export, ranked, tag)
+            .and_then(|()| std::io::Write::flush(&mut out))
+            .with_context(|| format!("{}: cannot write", tmp.display()))
+    })
+}
+
+/// The lines of [`write_run`], to `out`.
+fn run_lines<'a>(
+    out: &mut impl std::io::Write,
+    export: &Export,
+    ranked: impl IntoIterator<Item = (&'a str, &'a [u32])>,
+    tag: &str,
+) -> std::io::Result<()> {
+    for (qid, list) in ranked {
         let qid = encode_id(qid);
         let n = list.len();
         for (rank, &c) in list.iter().enumerate() {
-            let _ = writeln!(
+            writeln!(
                 out,
                 "{qid} Q0 {} {} {} {tag}",
                 encode_id(&export.chunks[c as usize].id),
                 rank + 1,
                 n - rank
-            );
+            )?;
         }
     }
-    out
+    Ok(())
 }
 
 /// The qrels text: `qid 0 docno grade` per gold chunk of each of `query_indices` (positions in
