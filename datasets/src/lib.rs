@@ -21,6 +21,7 @@ pub mod export;
 pub mod formats;
 pub mod hnsw;
 pub mod lexical;
+pub mod memory;
 pub mod model;
 pub mod parquet_io;
 pub mod presence;

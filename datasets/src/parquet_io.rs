@@ -22,22 +22,13 @@ use crate::error::{Error, Result};
 /// does not depend on the data; readers enforce non-null where a column requires it. Uncompressed:
 /// the files are small and their hashes must not depend on a codec's version.
 pub fn write(path: &Path, columns: Vec<(&str, ArrayRef)>) -> Result<()> {
-    let fields: Vec<Field> = columns
-        .iter()
-        .map(|(name, a)| Field::new(*name, a.data_type().clone(), true))
-        .collect();
-    let schema = Arc::new(Schema::new(fields));
+    let schema = schema_of(&columns);
     let batch = RecordBatch::try_new(
         schema.clone(),
         columns.into_iter().map(|(_, a)| a).collect(),
     )
     .map_err(|e| Error::malformed(path, "record batch", e))?;
-    let file = File::create(path).map_err(|e| Error::io(path, e))?;
-    let props = WriterProperties::builder()
-        .set_created_by("hopbench".into())
-        .build();
-    let mut w = ArrowWriter::try_new(file, schema, Some(props))
-        .map_err(|e| Error::malformed(path, "parquet writer", e))?;
+    let mut w = open_writer(path, schema)?;
     w.write(&batch)
         .map_err(|e| Error::malformed(path, "parquet write", e))?;
     w.close()
@@ -45,59 +36,111 @@ pub fn write(path: &Path, columns: Vec<(&str, ArrayRef)>) -> Result<()> {
     Ok(())
 }
 
-/// Rows per row group of [`write_in_groups`]: a file of fewer rows is one row group, written
-/// whole, so every export of the real sets (at most a few thousand chunks) is byte for byte
-/// what [`write`] gives.
+/// Rows per row group of [`write_in_groups`]: a file of fewer rows is one row group. Every
+/// export of the real sets (at most a few thousand chunks, under [`WRITE_ROWS`]) is byte for
+/// byte what [`write`] gives.
 pub const GROUP_ROWS: usize = 65_536;
 
-/// Writes a file of `rows` rows a row group at a time: `columns(range)` builds the columns of
-/// the rows in `range` (at most [`GROUP_ROWS`]), so only one group's arrays and encoded pages
-/// are held at once, where [`write`] holds every column of the file as arrays and then the whole
-/// file encoded (a million-chunk corpus doubled the prepare's peak memory while it was written).
+#[cfg(test)]
+thread_local! {
+    /// This thread's group size in tests ([`with_group_rows`]).
+    static TEST_GROUP_ROWS: std::cell::Cell<usize> = const { std::cell::Cell::new(GROUP_ROWS) };
+}
+
+/// The rows of each group [`write_in_groups`] writes: [`GROUP_ROWS`], or a test's smaller
+/// size, so a test corpus of a few rows is written in several groups.
+fn group_rows() -> usize {
+    #[cfg(test)]
+    return TEST_GROUP_ROWS.get();
+    #[cfg(not(test))]
+    GROUP_ROWS
+}
+
+/// Runs `f` with [`write_in_groups`] writing groups (and so slices) of at most `rows` rows on
+/// this thread.
+#[cfg(test)]
+pub(crate) fn with_group_rows<T>(rows: usize, f: impl FnOnce() -> T) -> T {
+    let old = TEST_GROUP_ROWS.replace(rows);
+    let out = f();
+    TEST_GROUP_ROWS.set(old);
+    out
+}
+
+/// Rows handed to the encoder at once within a row group of [`write_in_groups`]: the columns
+/// are built a slice at a time, so a group's vectors are never whole as arrays beside their
+/// encoded pages, and the encoder's definition and repetition levels (two bytes each per
+/// vector value) are a slice's.
+pub const WRITE_ROWS: usize = 8_192;
+
+/// Writes a file of `rows` rows a row group at a time, each handed to the encoder a slice at a
+/// time: `columns(range)` builds (or fails to build) the columns of the rows in `range` (at
+/// most [`WRITE_ROWS`], never across a group), so only one slice's arrays and one group's
+/// encoded pages are held at once, where [`write`] holds every column of the file as arrays
+/// and then the whole file encoded (a million-chunk corpus doubled the prepare's peak memory
+/// while it was written). A file of at most [`WRITE_ROWS`] rows is byte for byte what
+/// [`write`] gives.
 pub fn write_in_groups<'a>(
     path: &Path,
     rows: usize,
-    mut columns: impl FnMut(std::ops::Range<usize>) -> Vec<(&'a str, ArrayRef)>,
+    mut columns: impl FnMut(std::ops::Range<usize>) -> Result<Vec<(&'a str, ArrayRef)>>,
 ) -> Result<()> {
+    let group = group_rows();
+    let slice = WRITE_ROWS.min(group);
     let mut writer: Option<(ArrowWriter<File>, Arc<Schema>)> = None;
     let mut start = 0;
-    loop {
-        let end = (start + GROUP_ROWS).min(rows);
-        let cols = columns(start..end);
-        let (w, schema) = match &mut writer {
-            Some(w) => w,
-            None => {
-                let fields: Vec<Field> = cols
-                    .iter()
-                    .map(|(name, a)| Field::new(*name, a.data_type().clone(), true))
-                    .collect();
-                let schema = Arc::new(Schema::new(fields));
-                let file = File::create(path).map_err(|e| Error::io(path, e))?;
-                let props = WriterProperties::builder()
-                    .set_created_by("hopbench".into())
-                    .build();
-                let w = ArrowWriter::try_new(file, schema.clone(), Some(props))
-                    .map_err(|e| Error::malformed(path, "parquet writer", e))?;
-                writer.insert((w, schema))
+    // an empty file is one empty slice, which gives the schema
+    while start < rows || writer.is_none() {
+        let group_end = (start + group).min(rows);
+        let mut at = start;
+        loop {
+            let end = (at + slice).min(group_end);
+            let cols = columns(at..end)?;
+            let (w, schema) = match &mut writer {
+                Some(w) => w,
+                None => {
+                    let schema = schema_of(&cols);
+                    writer.insert((open_writer(path, schema.clone())?, schema))
+                }
+            };
+            let batch =
+                RecordBatch::try_new(schema.clone(), cols.into_iter().map(|(_, a)| a).collect())
+                    .map_err(|e| Error::malformed(path, "record batch", e))?;
+            w.write(&batch)
+                .map_err(|e| Error::malformed(path, "parquet write", e))?;
+            at = end;
+            if at >= group_end {
+                break;
             }
-        };
-        let batch =
-            RecordBatch::try_new(schema.clone(), cols.into_iter().map(|(_, a)| a).collect())
-                .map_err(|e| Error::malformed(path, "record batch", e))?;
-        w.write(&batch)
-            .map_err(|e| Error::malformed(path, "parquet write", e))?;
+        }
         // the group is complete: encode and write it out now
+        let (w, _) = writer.as_mut().expect("a slice was written");
         w.flush()
             .map_err(|e| Error::malformed(path, "parquet write", e))?;
-        start = end;
-        if start >= rows {
-            break;
-        }
+        start = group_end;
     }
-    let (w, _) = writer.expect("at least one group");
+    let (w, _) = writer.expect("at least one slice");
     w.close()
         .map_err(|e| Error::malformed(path, "parquet close", e))?;
     Ok(())
+}
+
+/// The schema of a file of `cols`: their names and types, every column nullable.
+fn schema_of(cols: &[(&str, ArrayRef)]) -> Arc<Schema> {
+    let fields: Vec<Field> = cols
+        .iter()
+        .map(|(name, a)| Field::new(*name, a.data_type().clone(), true))
+        .collect();
+    Arc::new(Schema::new(fields))
+}
+
+/// A writer creating `path`, a file of `schema`, with the properties every file of ours has.
+fn open_writer(path: &Path, schema: Arc<Schema>) -> Result<ArrowWriter<File>> {
+    let file = File::create(path).map_err(|e| Error::io(path, e))?;
+    let props = WriterProperties::builder()
+        .set_created_by("hopbench".into())
+        .build();
+    ArrowWriter::try_new(file, schema, Some(props))
+        .map_err(|e| Error::malformed(path, "parquet writer", e))
 }
 
 /// Reads a whole parquet file into one batch (our files are small: one row group per column).
@@ -583,7 +626,12 @@ pub fn f32s(values: &[f32]) -> ArrayRef {
 
 /// A fixed-size f32 list column from row-major vectors of width `dim`.
 pub fn vectors(flat: &[f32], dim: usize) -> ArrayRef {
-    let values = Arc::new(Float32Array::from(flat.to_vec()));
+    owned_vectors(flat.to_vec(), dim)
+}
+
+/// [`vectors`] taking the buffer it wraps, without a copy.
+pub fn owned_vectors(flat: Vec<f32>, dim: usize) -> ArrayRef {
+    let values = Arc::new(Float32Array::from(flat));
     let field = Arc::new(Field::new("item", DataType::Float32, false));
     Arc::new(
         FixedSizeListArray::try_new(field, dim as i32, values, None)
@@ -637,7 +685,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_file_written_in_groups_is_the_one_write_gives_below_a_group_and_reads_the_same_above() {
+    fn a_file_written_in_groups_is_the_one_write_gives_up_to_a_slice_and_reads_the_same_above() {
         let columns = |r: std::ops::Range<usize>| {
             let ids: Vec<String> = r.clone().map(|i| format!("c{i:07}")).collect();
             let lists: Vec<Vec<u32>> = r.clone().map(|i| (0..(i % 5) as u32).collect()).collect();
@@ -649,10 +697,19 @@ mod tests {
             ]
         };
         let tmp = tempfile::tempdir().unwrap();
-        for rows in [0, 1, 5000, GROUP_ROWS, GROUP_ROWS + 3, 2 * GROUP_ROWS + 17] {
+        for rows in [
+            0,
+            1,
+            5000,
+            WRITE_ROWS,
+            WRITE_ROWS + 1,
+            GROUP_ROWS,
+            GROUP_ROWS + 3,
+            2 * GROUP_ROWS + 17,
+        ] {
             let (a, b) = (tmp.path().join("a.parquet"), tmp.path().join("b.parquet"));
             write(&a, columns(0..rows)).unwrap();
-            write_in_groups(&b, rows, columns).unwrap();
+            write_in_groups(&b, rows, |r| Ok(columns(r))).unwrap();
             let (ta, tb) = (Table::read(&a).unwrap(), Table::read(&b).unwrap());
             let (ca, cb) = (ta.columns(), tb.columns());
             assert_eq!(
@@ -674,12 +731,9 @@ mod tests {
                 read_vectors(&b, "v", 2, rows).unwrap(),
                 ca.vectors("v", 2).unwrap()
             );
-            if rows <= GROUP_ROWS {
-                assert_eq!(
-                    std::fs::read(&a).unwrap(),
-                    std::fs::read(&b).unwrap(),
-                    "{rows}"
-                );
+            if rows <= WRITE_ROWS {
+                let same = std::fs::read(&a).unwrap() == std::fs::read(&b).unwrap();
+                assert!(same, "{rows} rows: not the bytes of one write");
             }
         }
     }

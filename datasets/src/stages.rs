@@ -1,5 +1,6 @@
 //! Wall time and peak memory of the stages of a prepare, for benchmarks (`hopbench bench
-//! scale`). Each [`timed`] stage resets the process's peak resident set first (Linux:
+//! scale`). Each [`timed`] stage first hands what the stages before it freed back to the system
+//! ([`crate::memory::release_freed`]) and resets the process's peak resident set (Linux:
 //! `/proc/self/clear_refs`), so its peak is its own; the log is process-wide and [`take`]
 //! empties it. Nothing here changes what a stage computes.
 
@@ -23,6 +24,7 @@ static LOG: Mutex<Vec<Stage>> = Mutex::new(Vec::new());
 
 /// Runs `f` as stage `name` and logs its time and peak memory.
 pub fn timed<T>(name: &'static str, f: impl FnOnce() -> T) -> T {
+    crate::memory::release_freed();
     let peak_reset = reset_peak_rss();
     let t = Instant::now();
     let out = f();

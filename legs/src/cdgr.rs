@@ -822,7 +822,8 @@ impl CdgrLeg {
                 "leg `{name}` runs the published decomposition as a document task: {why}"
             )));
         }
-        if mode.task() && export.subquery_embeddings.iter().all(Option::is_none) {
+        // the sub-question vectors are read now, so a damaged file fails the build
+        if mode.task() && export.subquery_embeddings()?.iter().all(Option::is_none) {
             return Err(LegError::MissingInputs(format!(
                 "leg `{name}` runs the published decomposition as a document task; this \
                  dataset has no decompositions (no sub-query vectors)"
@@ -852,7 +853,7 @@ impl Leg for CdgrLeg {
         let space = ExportSpace::of(&self.export, walks_graph(self.mode, &self.params))?;
         let mut diagnostics = BTreeMap::new();
         let subs = if self.mode.task() {
-            self.export.subquery_vectors(q.index)
+            self.export.subquery_vectors(q.index)?
         } else {
             None
         };

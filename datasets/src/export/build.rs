@@ -17,6 +17,7 @@ use crate::lexical::{Bm25Index, Tokenizer};
 use crate::model::{
     question_pieces, Passage, Question, QuestionPiece, Span, SpannedDataset, SubQuestion,
 };
+use crate::parquet_io as pq;
 use crate::simgraph::SimGraph;
 use crate::tokens::heuristic_tokens;
 use crate::vectors_file::{VectorSet, VectorTable};
@@ -59,12 +60,17 @@ pub fn subquery_texts(decomposition: &[SubQuestion]) -> Vec<String> {
 }
 
 fn flatten(vectors: Vec<Vec<f32>>, dim: usize, what: &str) -> Result<Vec<f32>> {
+    flatten_from(vectors, 0, dim, what)
+}
+
+/// [`flatten`] of the vectors of records `first..`, each named by its record number.
+fn flatten_from(vectors: Vec<Vec<f32>>, first: usize, dim: usize, what: &str) -> Result<Vec<f32>> {
     let mut flat = Vec::with_capacity(vectors.len() * dim);
     for (i, v) in vectors.into_iter().enumerate() {
         if v.len() != dim {
             return Err(Error::Dimension {
                 path: PathBuf::from(format!("<embedder output for {what}>")),
-                record: i.to_string(),
+                record: (first + i).to_string(),
                 field: "embedding".into(),
                 expected: dim,
                 found: v.len(),
@@ -145,8 +151,13 @@ pub(super) fn build(
         .map(|q| q.decomposition.as_deref().map(subquery_texts))
         .collect();
     let any_header = texts.iter().any(|t| t.header.is_some());
+    // a build that writes the corpus embeds its passages a slice of rows at a time as it
+    // writes them (only one slice's vectors are held); an embed-only pass embeds them here
+    let by_slice = out.is_some();
     let v = crate::stages::timed("embed", || match external {
-        None => embedded(&texts, &full, &queries, &sub_texts, any_header, embed),
+        None => embedded(
+            &texts, &full, &queries, &sub_texts, any_header, by_slice, embed,
+        ),
         Some(x) => from_files(x, &chunks, &queries, any_header),
     })?;
     drop((full, sub_texts));
@@ -168,24 +179,16 @@ pub(super) fn build(
     };
     let VectorSets {
         dim,
-        embeddings,
-        content,
+        passages,
         queries: query_embeddings,
         subqueries,
         absent,
     } = v;
+    // the similarity graph is built over every passage vector: kept as they are embedded
+    let mut kept = Vec::new();
     if let (Some(dir), Some(kg_columns)) = (out, kg_columns) {
         crate::stages::timed("write", || {
-            let corpus = super::write::Corpus {
-                chunks: &chunks,
-                texts: &texts,
-                docs: &docs,
-                dim,
-                embeddings: &embeddings,
-                content_embeddings: content.as_deref(),
-                kg_columns,
-            };
-            super::write::write_corpus(dir, corpus)?;
+            // the queries first: their vectors are dropped before the corpus's are made
             super::write::write_queries(
                 dir,
                 &chunks,
@@ -194,10 +197,45 @@ pub(super) fn build(
                 dim,
                 &query_embeddings,
                 &subqueries,
-            )
+            )?;
+            drop((query_embeddings, subqueries));
+            let corpus = super::write::Corpus {
+                chunks: &chunks,
+                texts: &texts,
+                docs: &docs,
+                kg_columns,
+            };
+            let keep = graph_scratch.is_some();
+            super::write::write_corpus(dir, corpus, |rows| match &passages {
+                Passages::Held {
+                    embeddings,
+                    content,
+                } => {
+                    let at = rows.start * dim..rows.end * dim;
+                    Ok((
+                        pq::vectors(&embeddings[at.clone()], dim),
+                        content.as_ref().map(|c| pq::vectors(&c[at], dim)),
+                    ))
+                }
+                Passages::BySlice => {
+                    let slice = &texts[rows.clone()];
+                    let (e, c) = embed_slice(slice, rows.start, texts.len(), any_header, embed)?;
+                    if keep {
+                        kept.extend_from_slice(&e);
+                    }
+                    Ok((
+                        pq::owned_vectors(e, dim),
+                        c.map(|c| pq::owned_vectors(c, dim)),
+                    ))
+                }
+            })
         })?;
     }
-    drop((texts, content, query_embeddings, subqueries, queries));
+    let embeddings = match passages {
+        Passages::Held { embeddings, .. } => embeddings,
+        Passages::BySlice => kept,
+    };
+    drop((texts, queries));
     // no `graph_scratch`: no leg reads the graph, or an embed-only pass
     let mut built = Built {
         stats,
@@ -420,35 +458,55 @@ fn resolve_query(
 /// Every vector set of an export, and the sets it lacks because the files did not bring them.
 struct VectorSets {
     dim: usize,
-    embeddings: Vec<f32>,
-    content: Option<Vec<f32>>,
+    passages: Passages,
     queries: Vec<f32>,
     subqueries: Vec<Option<Vec<f32>>>,
     absent: Vec<String>,
 }
 
-/// The vector sets from the embedder: passages, content only (where some chunk has a header),
-/// queries and sub-queries.
+/// The passages' vectors (header+content, and content only where some chunk has a header).
+enum Passages {
+    /// Every vector, in chunk order (from the dataset's files, or an embed-only pass).
+    Held {
+        embeddings: Vec<f32>,
+        content: Option<Vec<f32>>,
+    },
+    /// Embedded a slice of rows at a time as the corpus is written ([`embed_slice`],
+    /// [`pq::write_in_groups`]).
+    BySlice,
+}
+
+/// The vector sets from the embedder: queries and sub-queries, and passages (with content only
+/// where some chunk has a header) unless they are embedded `by_slice` as they are written.
 fn embedded(
     texts: &[ChunkText],
     full: &[String],
     queries: &[QueryRecord],
     sub_texts: &[Option<Vec<String>>],
     any_header: bool,
+    by_slice: bool,
     embed: &mut EmbedFn<'_>,
 ) -> Result<VectorSets> {
     let dim = embed.dim;
-    let refs: Vec<&str> = full.iter().map(String::as_str).collect();
-    let embeddings = flatten((embed.embed)(&refs, "passages")?, dim, "passages")?;
-    let content = if any_header {
-        let content: Vec<&str> = texts.iter().map(|t| t.text.as_str()).collect();
-        Some(flatten(
-            (embed.embed)(&content, "passages (content only)")?,
-            dim,
-            "content",
-        )?)
+    let passages = if by_slice {
+        Passages::BySlice
     } else {
-        None
+        let refs: Vec<&str> = full.iter().map(String::as_str).collect();
+        let embeddings = flatten((embed.embed)(&refs, "passages")?, dim, "passages")?;
+        let content = if any_header {
+            let content: Vec<&str> = texts.iter().map(|t| t.text.as_str()).collect();
+            Some(flatten(
+                (embed.embed)(&content, "passages (content only)")?,
+                dim,
+                "content",
+            )?)
+        } else {
+            None
+        };
+        Passages::Held {
+            embeddings,
+            content,
+        }
     };
     let qtexts: Vec<&str> = queries.iter().map(|q| q.text.as_str()).collect();
     let query_embeddings = flatten((embed.embed)(&qtexts, "queries")?, dim, "queries")?;
@@ -461,12 +519,44 @@ fn embedded(
     let subqueries = split_subs(&flat_subs, sub_texts, dim);
     Ok(VectorSets {
         dim,
-        embeddings,
-        content,
+        passages,
         queries: query_embeddings,
         subqueries,
         absent: Vec::new(),
     })
+}
+
+/// The vectors of one slice of the corpus's `total` passages, the chunks from `first` on: of
+/// their full texts (what is indexed and embedded), and of their bodies alone where the corpus
+/// has headers. A vector is a function of its text alone, so they equal those of one call over
+/// every passage. A slice of a larger corpus is named by its rows, so the embedder's progress
+/// says how far the corpus is.
+fn embed_slice(
+    texts: &[ChunkText],
+    first: usize,
+    total: usize,
+    any_header: bool,
+    embed: &mut EmbedFn<'_>,
+) -> Result<(Vec<f32>, Option<Vec<f32>>)> {
+    let dim = embed.dim;
+    let label = |what: &str| match texts.len() == total {
+        true => what.to_string(),
+        false => format!("{what} {}-{} of {total}", first + 1, first + texts.len()),
+    };
+    let embeddings = {
+        let full: Vec<String> = texts.iter().map(ChunkText::full_text).collect();
+        let refs: Vec<&str> = full.iter().map(String::as_str).collect();
+        let vectors = (embed.embed)(&refs, &label("passages"))?;
+        flatten_from(vectors, first, dim, "passages")?
+    };
+    let content = if any_header {
+        let content: Vec<&str> = texts.iter().map(|t| t.text.as_str()).collect();
+        let vectors = (embed.embed)(&content, &label("passages (content only)"))?;
+        Some(flatten_from(vectors, first, dim, "content")?)
+    } else {
+        None
+    };
+    Ok((embeddings, content))
 }
 
 /// Every query's sub-questions (texts to embed, or ids to look up) in query order, as one
@@ -585,8 +675,10 @@ fn from_files(
     };
     Ok(VectorSets {
         dim,
-        embeddings,
-        content,
+        passages: Passages::Held {
+            embeddings,
+            content,
+        },
         queries: query_embeddings,
         subqueries,
         absent,

@@ -381,8 +381,9 @@ pub struct Export {
     /// The chunk similarity graph (kNN over the embeddings, with communities; read on demand).
     simgraph: OnDemand<SimGraph>,
     /// Per query: its decomposition's sub-question vectors, flattened (`dim` each, in hop
-    /// order; see [`subquery_texts`]), `None` without a decomposition.
-    pub subquery_embeddings: Vec<Option<Vec<f32>>>,
+    /// order; see [`subquery_texts`]), `None` without a decomposition (read on demand: only
+    /// the legs that run a decomposition as a task read them).
+    subquery_embeddings: OnDemand<Vec<Option<Vec<f32>>>>,
 }
 
 impl Export {
@@ -439,6 +440,7 @@ impl Export {
         self.texts()?;
         self.embeddings()?;
         self.content_embeddings()?;
+        self.subquery_embeddings()?;
         if self.parts().has(Part::SimGraph) {
             self.simgraph()?;
         }
@@ -449,12 +451,21 @@ impl Export {
     pub fn query_embedding(&self, q: usize) -> &[f32] {
         &self.query_embeddings[q * self.dim..(q + 1) * self.dim]
     }
-    /// Query `q`'s sub-question vectors (`None` without a decomposition).
-    pub fn subquery_vectors(&self, q: usize) -> Option<Vec<&[f32]>> {
+    /// Per query, its sub-question vectors flattened (`None` without a decomposition): read
+    /// from `queries.parquet` (hash checked first, then each row against its query's
+    /// decomposition) on the first call, the same slice after.
+    pub fn subquery_embeddings(&self) -> Result<&[Option<Vec<f32>>]> {
+        self.subquery_embeddings
+            .get_or_read(|| read::subqueries(self))
+            .map(Vec::as_slice)
+    }
+    /// Query `q`'s sub-question vectors (`None` without a decomposition), read as
+    /// [`Export::subquery_embeddings`] are.
+    pub fn subquery_vectors(&self, q: usize) -> Result<Option<Vec<&[f32]>>> {
         let dim = self.dim.max(1);
-        self.subquery_embeddings[q]
+        Ok(self.subquery_embeddings()?[q]
             .as_ref()
-            .map(|flat| flat.chunks_exact(dim).collect())
+            .map(|flat| flat.chunks_exact(dim).collect()))
     }
     /// Document index of chunk `i`.
     pub fn doc_of(&self, i: u32) -> Option<u32> {

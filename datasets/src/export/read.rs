@@ -39,7 +39,8 @@ pub fn load(dir: &Path) -> Result<Export> {
     let corpus = read_corpus(dir)?;
     let queries = read_queries(dir, &manifest, &corpus.ids)?;
     let bm25 = read_bm25(dir, corpus.chunks.len())?;
-    Ok(Export {
+    let kg_index = KgIndex::new(&corpus.kg, corpus.ids.len());
+    let export = Export {
         dir: dir.to_path_buf(),
         manifest,
         chunks: corpus.chunks,
@@ -52,11 +53,14 @@ pub fn load(dir: &Path) -> Result<Export> {
         queries: queries.records,
         query_embeddings: queries.embeddings,
         bm25,
-        kg_index: KgIndex::new(&corpus.kg, corpus.ids.len()),
+        kg_index,
         kg: corpus.kg,
         simgraph: OnDemand::new(),
-        subquery_embeddings: queries.subqueries,
-    })
+        subquery_embeddings: OnDemand::new(),
+    };
+    // the decoded columns the structures were built from are gone: their pages go back
+    crate::memory::release_freed();
+    Ok(export)
 }
 
 /// The manifest of the export in `dir`, with every file it lists checked against its hash
@@ -211,8 +215,6 @@ struct Queries {
     records: Vec<QueryRecord>,
     /// Their vectors, row-major.
     embeddings: Vec<f32>,
-    /// Per query, its sub-question vectors, flattened.
-    subqueries: Vec<Option<Vec<f32>>>,
 }
 
 /// Decodes `queries.parquet` in `dir` against the corpus's chunk `ids`: every gold and chain
@@ -226,9 +228,19 @@ fn read_queries(dir: &Path, manifest: &Manifest, ids: &[String]) -> Result<Queri
         .map(|(i, s)| (s.as_str(), i as u32))
         .collect();
     let path = dir.join("queries.parquet");
-    let names: Vec<String> = pq::column_names(&path)?
+    // the vectors are streamed apart; the sub-question vectors are read on demand
+    let all_names = pq::column_names(&path)?;
+    if !all_names.iter().any(|c| c == SUBQUERY_COLUMN) {
+        return Err(Error::field(
+            &path,
+            "schema",
+            SUBQUERY_COLUMN,
+            "column is missing",
+        ));
+    }
+    let names: Vec<String> = all_names
         .into_iter()
-        .filter(|c| c != "embedding")
+        .filter(|c| c != "embedding" && c != SUBQUERY_COLUMN)
         .collect();
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
     let table = pq::Table::read_columns(&path, &names)?;
@@ -241,17 +253,11 @@ fn read_queries(dir: &Path, manifest: &Manifest, ids: &[String]) -> Result<Queri
     let decomps = cols.opt_strings("decomposition_json")?;
     let convs = cols.opt_strings("conversation_json")?;
     let label_texts = cols.strings("labels_json")?;
-    let subs = read_f32_lists(&path, &cols, "subquery_embeddings")?;
     let gold_lens: Vec<usize> = gold_ids
         .iter()
         .map(|g| g.as_ref().map_or(0, Vec::len))
         .collect();
     let mut grades = gold_grades(&path, &cols, manifest, &qids, &gold_lens)?.map(Vec::into_iter);
-    let subqueries_not_brought = manifest.vectors.as_ref().is_some_and(|v| {
-        v.absent
-            .iter()
-            .any(|a| a == crate::vectors_file::VectorSet::Subqueries.key())
-    });
     let resolve = |row: usize, field: &str, id: &str| {
         index
             .get(id)
@@ -297,13 +303,6 @@ fn read_queries(dir: &Path, manifest: &Manifest, ids: &[String]) -> Result<Queri
             Some(t) => Some(decode_json(&path, qid, "conversation_json", t)?),
         };
         let labels = decode_json(&path, qid, "labels_json", &label_texts[row])?;
-        // a dataset that brought its own vectors without sub-question vectors has none, by
-        // its manifest
-        let want = decomposition
-            .as_ref()
-            .filter(|_| !subqueries_not_brought)
-            .map(|d: &Vec<SubQuestion>| d.len() * dim);
-        check_subquery_floats(&path, qid, row, want, subs[row].as_ref().map(Vec::len))?;
         queries.push(QueryRecord {
             id: qid.clone(),
             text: qtexts[row].clone(),
@@ -318,7 +317,6 @@ fn read_queries(dir: &Path, manifest: &Manifest, ids: &[String]) -> Result<Queri
     Ok(Queries {
         records: queries,
         embeddings: query_embeddings,
-        subqueries: subs,
     })
 }
 
@@ -328,6 +326,46 @@ fn decode_json<T: DeserializeOwned>(path: &Path, qid: &str, field: &str, text: &
     let value: serde_json::Value =
         serde_json::from_str(text).map_err(|e| Error::field(path, qid, field, e.to_string()))?;
     serde_json::from_value(value).map_err(|e| Error::field(path, qid, field, e.to_string()))
+}
+
+/// The column of `queries.parquet` holding each query's sub-question vectors.
+const SUBQUERY_COLUMN: &str = "subquery_embeddings";
+
+/// Every query's sub-question vectors from `export`'s `queries.parquet` (checked against its
+/// hash first), each row checked against what its query's decomposition implies.
+pub(super) fn subqueries(export: &Export) -> Result<Vec<Option<Vec<f32>>>> {
+    verify(&export.dir, &export.manifest, "queries.parquet")?;
+    let path = export.dir.join("queries.parquet");
+    let table = pq::Table::read_columns(&path, &[SUBQUERY_COLUMN])?;
+    let subs = read_f32_lists(&path, &table.columns(), SUBQUERY_COLUMN)?;
+    if subs.len() != export.queries.len() {
+        return Err(Error::field(
+            &path,
+            "schema",
+            SUBQUERY_COLUMN,
+            format!(
+                "has {} rows, the export {} queries",
+                subs.len(),
+                export.queries.len()
+            ),
+        ));
+    }
+    // a dataset that brought its own vectors without sub-question vectors has none, by its
+    // manifest
+    let not_brought = export.manifest.vectors.as_ref().is_some_and(|v| {
+        v.absent
+            .iter()
+            .any(|a| a == crate::vectors_file::VectorSet::Subqueries.key())
+    });
+    for (row, (q, have)) in export.queries.iter().zip(&subs).enumerate() {
+        let want = q
+            .decomposition
+            .as_ref()
+            .filter(|_| !not_brought)
+            .map(|d: &Vec<SubQuestion>| d.len() * export.dim);
+        check_subquery_floats(&path, &q.id, row, want, have.as_ref().map(Vec::len))?;
+    }
+    Ok(subs)
 }
 
 /// Checks that row `row` (query `qid`) holds the sub-question vector floats its decomposition

@@ -428,13 +428,14 @@ fn export_round_trips_simgraph_and_subquery_vectors() {
         texts,
         vec!["who founded the company", "where was Alpha born"]
     );
-    let subs = e.subquery_vectors(0).unwrap();
+    let subs = e.subquery_vectors(0).unwrap().unwrap();
     assert_eq!(subs.len(), 2);
     let mut f = fake(8, calls);
     let want = (f.embed)(&["who founded the company", "where was Alpha born"], "x").unwrap();
     assert_eq!(subs[0], &want[0][..]);
     assert_eq!(subs[1], &want[1][..]);
-    assert!(e.subquery_embeddings[1].is_none() && e.subquery_vectors(1).is_none());
+    assert!(e.subquery_embeddings().unwrap()[1].is_none());
+    assert!(e.subquery_vectors(1).unwrap().is_none());
     // the default config prunes below 0.60 and differs in key
     let d = tmp.path().join("d");
     tiny(&d);
@@ -442,7 +443,7 @@ fn export_round_trips_simgraph_and_subquery_vectors() {
 }
 
 #[test]
-fn a_subquery_column_that_disagrees_with_the_decomposition_is_refused() {
+fn a_subquery_column_that_disagrees_with_the_decomposition_is_refused_when_read() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("sq");
     let mut r = raw();
@@ -470,14 +471,20 @@ fn a_subquery_column_that_disagrees_with_the_decomposition_is_refused() {
         .collect();
     pq::write(&path, cols).unwrap();
     record_hash(&dir, "queries.parquet");
-    let err = load(&dir).unwrap_err().to_string();
-    assert!(
-        err.contains("queries.parquet")
-            && err.contains("q1")
-            && err.contains("`subquery_embeddings`")
-            && err.contains("row 0"),
-        "{err}"
-    );
+    // the export loads (no leg has asked for the vectors); their first read refuses them, and
+    // so does every read after
+    let e = load(&dir).unwrap();
+    for _ in 0..2 {
+        let err = e.subquery_embeddings().unwrap_err().to_string();
+        assert!(
+            err.contains("queries.parquet")
+                && err.contains("q1")
+                && err.contains("`subquery_embeddings`")
+                && err.contains("row 0"),
+            "{err}"
+        );
+    }
+    assert!(e.subquery_vectors(1).is_err() && e.read_all().is_err());
 }
 
 #[test]
@@ -835,7 +842,7 @@ fn texts_and_vectors_are_read_on_demand_and_checked_first() {
     let e = load(&dir).unwrap();
     // load decoded none of them
     assert!(!e.texts.is_read() && !e.embeddings.is_read() && !e.content_embeddings.is_read());
-    assert!(!e.simgraph.is_read());
+    assert!(!e.simgraph.is_read() && !e.subquery_embeddings.is_read());
     assert_eq!(e.simgraph().unwrap(), &SimGraph::read(&dir, 3).unwrap());
     assert!(e.has_content_embeddings());
     // on demand, each is what the whole-file reader decodes
@@ -891,6 +898,17 @@ fn texts_and_vectors_are_read_on_demand_and_checked_first() {
     let err = later.simgraph().unwrap_err().to_string();
     assert!(
         err.contains(SIMGRAPH_FILES[0]) && err.contains("blake3"),
+        "{err}"
+    );
+    // the sub-question vectors are checked against the queries file's hash when read
+    let path = dir.join("queries.parquet");
+    let mut bytes = std::fs::read(&path).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 1;
+    std::fs::write(&path, bytes).unwrap();
+    let err = later.subquery_embeddings().unwrap_err().to_string();
+    assert!(
+        err.contains("queries.parquet") && err.contains("blake3"),
         "{err}"
     );
     // and the export no longer loads at all
@@ -1147,4 +1165,111 @@ fn a_manifest_listing_half_a_part_is_refused() {
     )
     .unwrap();
     assert_eq!(how, Prepared::Written);
+}
+
+/// The tiny dataset with a context header on one passage, so content-only vectors are made.
+fn with_header() -> RawDataset {
+    let mut r = raw();
+    r.passages[0].header = Some("World > Gamma".into());
+    r
+}
+
+#[test]
+fn passages_embedded_a_slice_at_a_time_are_the_vectors_of_one_call() {
+    let tmp = tempfile::tempdir().unwrap();
+    let build = |name: &str, group: usize| {
+        let dir = tmp.path().join(name);
+        let sizes = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+        let mut model = fake(8, std::rc::Rc::new(std::cell::Cell::new(0)));
+        let mut inner = std::mem::replace(&mut model.embed, Box::new(|_, _| unreachable!()));
+        let seen = sizes.clone();
+        model.embed = Box::new(move |texts, label| {
+            seen.borrow_mut().push((label.to_string(), texts.len()));
+            inner(texts, label)
+        });
+        pq::with_group_rows(group, || {
+            prepare(
+                &source(),
+                || Ok(with_header()),
+                &PrepareConfig::default(),
+                &mut model,
+                &dir,
+            )
+        })
+        .unwrap();
+        let e = load(&dir).unwrap();
+        let vectors = (
+            e.embeddings().unwrap().to_vec(),
+            e.content_embeddings().unwrap().map(<[f32]>::to_vec),
+        );
+        let calls = sizes.borrow().clone();
+        (vectors, calls)
+    };
+    let (whole, whole_calls) = build("whole", pq::GROUP_ROWS);
+    let (grouped, grouped_calls) = build("grouped", 2);
+    assert!(whole.1.is_some(), "the header makes content-only vectors");
+    assert_eq!(whole, grouped);
+    let passages = |calls: &[(String, usize)]| -> Vec<(String, usize)> {
+        calls
+            .iter()
+            .filter(|(l, _)| l.starts_with("passages"))
+            .cloned()
+            .collect()
+    };
+    let named = |v: &[(&str, usize)]| -> Vec<(String, usize)> {
+        v.iter().map(|&(l, n)| (l.to_string(), n)).collect()
+    };
+    assert_eq!(
+        passages(&whole_calls),
+        named(&[("passages", 3), ("passages (content only)", 3)])
+    );
+    // header+content and content only for rows 1-2, then for row 3, each named by its rows
+    assert_eq!(
+        passages(&grouped_calls),
+        named(&[
+            ("passages 1-2 of 3", 2),
+            ("passages (content only) 1-2 of 3", 2),
+            ("passages 3-3 of 3", 1),
+            ("passages (content only) 3-3 of 3", 1),
+        ])
+    );
+}
+
+#[test]
+fn a_bad_vector_in_a_later_slice_names_its_chunk_in_the_whole_corpus() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("bad");
+    let mut model = fake(8, std::rc::Rc::new(std::cell::Cell::new(0)));
+    let mut inner = std::mem::replace(&mut model.embed, Box::new(|_, _| unreachable!()));
+    // chunk `c` (the third by id) gets a vector of the wrong width
+    model.embed = Box::new(move |texts, label| {
+        let mut v = inner(texts, label)?;
+        for (t, v) in texts.iter().zip(&mut v) {
+            if t.contains("unrelated") {
+                v.truncate(5);
+            }
+        }
+        Ok(v)
+    });
+    let err = pq::with_group_rows(2, || {
+        prepare(
+            &source(),
+            || Ok(raw()),
+            &PrepareConfig::default(),
+            &mut model,
+            &dir,
+        )
+    })
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("<embedder output for passages>") && err.contains("record 2"),
+        "{err}"
+    );
+    assert!(!dir.exists(), "nothing half-written");
+    assert_eq!(
+        std::fs::read_dir(tmp.path()).unwrap().count(),
+        0,
+        "no staging left"
+    );
 }

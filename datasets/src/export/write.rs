@@ -82,30 +82,41 @@ impl Drop for Staging {
     }
 }
 
-/// What `corpus.parquet` is written from.
+/// What `corpus.parquet` is written from, besides the vectors.
 pub(super) struct Corpus<'a> {
     pub(super) chunks: &'a [Chunk],
     pub(super) texts: &'a [ChunkText],
     pub(super) docs: &'a [String],
-    pub(super) dim: usize,
-    pub(super) embeddings: &'a [f32],
-    pub(super) content_embeddings: Option<&'a [f32]>,
     /// The knowledge graph's per-chunk columns ([`crate::enrich::corpus_columns`]).
     pub(super) kg_columns: Vec<(&'static str, ArrayRef)>,
 }
 
+/// One slice's vector columns: `embedding`, and `embedding_content` where the corpus has
+/// content-only vectors.
+pub(super) type SliceVectors = (ArrayRef, Option<ArrayRef>);
+
 /// Writes `corpus.parquet`: one row per chunk: ids, document, span, texts, token count, vectors
 /// and the knowledge graph's columns, a row group at a time ([`pq::write_in_groups`]).
-pub(super) fn write_corpus(dir: &Path, b: Corpus<'_>) -> Result<()> {
+/// `vectors(rows)` gives a slice's vector columns, so vectors embedded a slice at a time are
+/// written and dropped before the next group's are made.
+pub(super) fn write_corpus(
+    dir: &Path,
+    b: Corpus<'_>,
+    mut vectors: impl FnMut(std::ops::Range<usize>) -> Result<SliceVectors>,
+) -> Result<()> {
     pq::write_in_groups(&dir.join("corpus.parquet"), b.chunks.len(), |r| {
-        corpus_rows(&b, r)
+        let v = vectors(r.clone())?;
+        Ok(corpus_rows(&b, r, v))
     })
 }
 
-/// The corpus columns of the chunks in `rows`.
-fn corpus_rows(b: &Corpus<'_>, rows: std::ops::Range<usize>) -> Vec<(&'static str, ArrayRef)> {
+/// The corpus columns of the chunks in `rows`, with their vector columns `v`.
+fn corpus_rows(
+    b: &Corpus<'_>,
+    rows: std::ops::Range<usize>,
+    (embedding, content): SliceVectors,
+) -> Vec<(&'static str, ArrayRef)> {
     let (c, t) = (&b.chunks[rows.clone()], &b.texts[rows.clone()]);
-    let d = b.dim;
     let mut cols = vec![
         (
             "chunk_id",
@@ -147,32 +158,53 @@ fn corpus_rows(b: &Corpus<'_>, rows: std::ops::Range<usize>) -> Vec<(&'static st
             "token_count",
             pq::u32s(&c.iter().map(|c| c.tokens).collect::<Vec<_>>()),
         ),
-        (
-            "embedding",
-            pq::vectors(&b.embeddings[rows.start * d..rows.end * d], d),
-        ),
+        ("embedding", embedding),
     ];
-    if let Some(ce) = b.content_embeddings {
-        cols.push((
-            "embedding_content",
-            pq::vectors(&ce[rows.start * d..rows.end * d], d),
-        ));
+    if let Some(ce) = content {
+        cols.push(("embedding_content", ce));
     }
     cols.extend((b.kg_columns.iter()).map(|(name, a)| (*name, a.slice(rows.start, rows.len()))));
     cols
 }
 
 /// Writes `queries.parquet`: chunks are named by id (gold, chains) and documents by name, so the
-/// file reads without the export's chunk order; `gold_grades` only for graded gold.
+/// file reads without the export's chunk order; `gold_grades` only for graded gold. Written a
+/// slice of queries at a time ([`pq::write_in_groups`]): the sub-question vectors of 10^5
+/// queries are not levelled whole.
 pub(super) fn write_queries(
     dir: &Path,
     c: &[Chunk],
     docs: &[String],
-    q: &[QueryRecord],
+    all: &[QueryRecord],
     dim: usize,
     query_embeddings: &[f32],
     subquery_embeddings: &[Option<Vec<f32>>],
 ) -> Result<()> {
+    let graded = graded_gold(all).is_some();
+    pq::write_in_groups(&dir.join("queries.parquet"), all.len(), |r| {
+        Ok(query_rows(
+            c,
+            docs,
+            &all[r.clone()],
+            graded,
+            dim,
+            &query_embeddings[r.start * dim..r.end * dim],
+            &subquery_embeddings[r],
+        ))
+    })
+}
+
+/// The `queries.parquet` columns of queries `q` (with `gold_grades` where the gold is
+/// `graded`), their vectors and their sub-question vectors.
+fn query_rows<'a>(
+    c: &[Chunk],
+    docs: &[String],
+    q: &[QueryRecord],
+    graded: bool,
+    dim: usize,
+    query_embeddings: &[f32],
+    subquery_embeddings: &[Option<Vec<f32>>],
+) -> Vec<(&'a str, ArrayRef)> {
     let ids_of = |v: &[u32]| {
         v.iter()
             .map(|&i| c[i as usize].id.clone())
@@ -247,14 +279,14 @@ pub(super) fn write_queries(
         ("subquery_embeddings", f32_lists(subquery_embeddings)),
     ];
     // binary gold stores no grade, so its queries file is what it was before grades were kept
-    if graded_gold(q).is_some() {
+    if graded {
         let grades: Vec<Vec<u32>> = q
             .iter()
             .map(|q| q.grades.clone().unwrap_or_else(|| vec![1; q.gold.len()]))
             .collect();
         columns.insert(4, ("gold_grades", pq::u32_lists(&grades)));
     }
-    pq::write(&dir.join("queries.parquet"), columns)
+    columns
 }
 
 /// Writes the BM25 index as `bm25-stats.json` (tokenizer, parameters, document lengths) and
