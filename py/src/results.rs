@@ -16,7 +16,10 @@ use crate::{guarded, ResultsError};
 fn summary_files(results: &Path) -> PyResult<Vec<(String, String, PathBuf)>> {
     let cells = results.join("cells");
     let dirs = std::fs::read_dir(&cells).map_err(|e| {
-        ResultsError::new_err(format!("{}: not a results directory: {e}", results.display()))
+        ResultsError::new_err(format!(
+            "{}: not a results directory: {e}",
+            results.display()
+        ))
     })?;
     let mut out = Vec::new();
     for d in dirs.flatten() {
@@ -153,7 +156,10 @@ pub fn curves<'py>(
             ResultsError::new_err(format!("curve {dataset} x {leg} not trusted: {e:#}"))
         })?;
         let out = PyDict::new(py);
-        out.set_item("budget", c.points.iter().map(|p| p.budget).collect::<Vec<_>>())?;
+        out.set_item(
+            "budget",
+            c.points.iter().map(|p| p.budget).collect::<Vec<_>>(),
+        )?;
         for name in curve::metric_names() {
             let pick = |f: &dyn Fn(&curve::CurvePoint) -> Option<f64>| -> Vec<Option<f64>> {
                 c.points.iter().map(f).collect()
@@ -168,8 +174,14 @@ pub fn curves<'py>(
                 pick(&|p| p.metrics_ci95.get(&name).map(|c| c[1])),
             )?;
         }
-        out.set_item("tokens_mean", c.points.iter().map(|p| p.tokens_mean).collect::<Vec<_>>())?;
-        out.set_item("tokens_max", c.points.iter().map(|p| p.tokens_max).collect::<Vec<_>>())?;
+        out.set_item(
+            "tokens_mean",
+            c.points.iter().map(|p| p.tokens_mean).collect::<Vec<_>>(),
+        )?;
+        out.set_item(
+            "tokens_max",
+            c.points.iter().map(|p| p.tokens_max).collect::<Vec<_>>(),
+        )?;
         out.set_item(
             "selected_mean",
             c.points.iter().map(|p| p.selected_mean).collect::<Vec<_>>(),

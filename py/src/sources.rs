@@ -88,7 +88,10 @@ impl<'py> Given<'py> {
                         lens[0], lens[1], lens[2]
                     )));
                 }
-                Ok(Given::Arrow(name(4, format!("{what} (columns)"))?, Box::new(cols)))
+                Ok(Given::Arrow(
+                    name(4, format!("{what} (columns)"))?,
+                    Box::new(cols),
+                ))
             }
             _ => Err(bad()),
         }
@@ -157,9 +160,9 @@ fn id_text<'a>(
     field: &str,
 ) -> Result<&'a str, DataError> {
     match id.cast::<PyString>() {
-        Ok(s) => s.to_str().map_err(|e| {
-            DataError::field(name, place(), field, format!("not valid text: {e}"))
-        }),
+        Ok(s) => s
+            .to_str()
+            .map_err(|e| DataError::field(name, place(), field, format!("not valid text: {e}"))),
         Err(_) => Err(DataError::field(
             name,
             place(),
@@ -188,8 +191,17 @@ fn finite(name: &Path, x: f64, place: impl Fn() -> String) -> Result<f64, DataEr
         Ok(x + 0.0)
     } else {
         // Python's spelling, as the list walk's message gives it
-        let x = if x.is_nan() { "nan".to_string() } else { x.to_string() };
-        Err(DataError::field(name, place(), "score", format!("`{x}` is not a finite number")))
+        let x = if x.is_nan() {
+            "nan".to_string()
+        } else {
+            x.to_string()
+        };
+        Err(DataError::field(
+            name,
+            place(),
+            "score",
+            format!("`{x}` is not a finite number"),
+        ))
     }
 }
 
@@ -240,8 +252,7 @@ type DictEntry<'a> =
     dyn FnMut(&str, &str, &Bound<'_, PyAny>, &dyn Fn() -> String) -> Result<(), DataError> + 'a;
 
 /// What a column walk hands over per row: its index, the ids, the value.
-type ColumnRow<'a> =
-    dyn FnMut(usize, &str, &str, &Bound<'_, PyAny>) -> Result<(), DataError> + 'a;
+type ColumnRow<'a> = dyn FnMut(usize, &str, &str, &Bound<'_, PyAny>) -> Result<(), DataError> + 'a;
 
 /// Walks `{query: {doc: value}}`, handing each entry to `each` with its place.
 fn walk_dict(
@@ -256,7 +267,10 @@ fn walk_dict(
                 name,
                 dict_place(&q, None),
                 "qid",
-                format!("its value is of type {}, not a dict of documents", type_name(&docs)),
+                format!(
+                    "its value is of type {}, not a dict of documents",
+                    type_name(&docs)
+                ),
             )
         })?;
         for (d, v) in docs.iter() {
@@ -317,22 +331,37 @@ impl RunSource for PyRun<'_> {
             PyRun::File(f) => f.read(visit),
             PyRun::Dict(name, dict) => walk_dict(name, dict, &mut |query, doc, v, place| {
                 let score = score(name, v, place)?;
-                visit(Record { query, doc, score, at: At::Json })
-            }),
-            PyRun::Columns(name, cols) => {
-                walk_columns(name, cols, ("query_id", "doc_id"), &mut |row, query, doc, v| {
-                    let score = score(name, v, || format!("row {row}"))?;
-                    visit(Record { query, doc, score, at: At::Row(row) })
+                visit(Record {
+                    query,
+                    doc,
+                    score,
+                    at: At::Json,
                 })
-            }
+            }),
+            PyRun::Columns(name, cols) => walk_columns(
+                name,
+                cols,
+                ("query_id", "doc_id"),
+                &mut |row, query, doc, v| {
+                    let score = score(name, v, || format!("row {row}"))?;
+                    visit(Record {
+                        query,
+                        doc,
+                        score,
+                        at: At::Row(row),
+                    })
+                },
+            ),
             PyRun::Arrow(name, cols) => {
-                let (qs, ds) = (cols[0].strs(name, "query_id")?, cols[1].strs(name, "doc_id")?);
-                let scores = cols[2].f64s(name, "score")?;
-                for (row, ((query, doc), score)) in qs.zip(ds).zip(scores).enumerate() {
+                crate::arrow::run_rows(name, cols, |row, query, doc, score| {
                     let score = finite(name, score, || format!("row {row}"))?;
-                    visit(Record { query, doc, score, at: At::Row(row) })?;
-                }
-                Ok(())
+                    visit(Record {
+                        query,
+                        doc,
+                        score,
+                        at: At::Row(row),
+                    })
+                })
             }
         }
     }
@@ -354,19 +383,40 @@ impl QrelsSource for PyQrels<'_> {
             PyQrels::File(f) => f.read(visit),
             PyQrels::Dict(name, dict) => walk_dict(name, dict, &mut |query, doc, v, place| {
                 let rel = grade(name, v, place)?;
-                visit(Qrel { at: At::Json, query, doc, rel })
-            }),
-            PyQrels::Columns(name, cols) => {
-                walk_columns(name, cols, ("query_id", "doc_id"), &mut |row, query, doc, v| {
-                    let rel = grade(name, v, || format!("row {row}"))?;
-                    visit(Qrel { at: At::Row(row), query, doc, rel })
+                visit(Qrel {
+                    at: At::Json,
+                    query,
+                    doc,
+                    rel,
                 })
-            }
+            }),
+            PyQrels::Columns(name, cols) => walk_columns(
+                name,
+                cols,
+                ("query_id", "doc_id"),
+                &mut |row, query, doc, v| {
+                    let rel = grade(name, v, || format!("row {row}"))?;
+                    visit(Qrel {
+                        at: At::Row(row),
+                        query,
+                        doc,
+                        rel,
+                    })
+                },
+            ),
             PyQrels::Arrow(name, cols) => {
-                let (qs, ds) = (cols[0].strs(name, "query_id")?, cols[1].strs(name, "doc_id")?);
+                let (qs, ds) = (
+                    cols[0].strs(name, "query_id")?,
+                    cols[1].strs(name, "doc_id")?,
+                );
                 let grades = cols[2].grades(name, "rel")?;
                 for (row, ((query, doc), rel)) in qs.zip(ds).zip(grades).enumerate() {
-                    visit(Qrel { at: At::Row(row), query, doc, rel: rel? })?;
+                    visit(Qrel {
+                        at: At::Row(row),
+                        query,
+                        doc,
+                        rel: rel?,
+                    })?;
                 }
                 Ok(())
             }

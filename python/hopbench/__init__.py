@@ -134,8 +134,10 @@ def evaluate(run, qrels, measures=None, *, ci=True, per_query=False, relevance_l
         _measures(measures), relevance_level, ties, _unknown(unknown_queries), per_query, ci,
         resamples, seed)
     info = out.pop("info")
-    table = out.pop("per_query") if per_query else out
-    df = _frames.frame(table, polars=polars)
+    if per_query:
+        df = _frames.per_query(out.pop("per_query"), polars=polars)
+    else:
+        df = _frames.frame(out, polars=polars)
     if not polars:
         df.attrs.update(info)
     return df

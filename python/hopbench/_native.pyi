@@ -52,8 +52,10 @@ def evaluate(
     - `"ci_lo"`, `"ci_hi"`: list[float | None] (bootstrap 95%, None when `ci` is false or
       undefined);
     - `"queries"`: list[int] (queries where the measure is defined);
-    - `"per_query"` (only when `per_query`): `{"query_id": list[str], "measure": list[str],
-      "value": list[float | None]}`, query-major, queries in qrels order;
+    - `"per_query"` (only when `per_query`): `{"query_ids": list[str], "measures": list[str],
+      "values": bytes}`: each evaluated query's id once (qrels order), the measure names once,
+      and a value per (query, measure) as little-endian f64, query-major (NaN where a measure
+      is undefined for the query);
     - `"info"`: `{"records", "queries", "queries_absent", "queries_without_relevant",
       "ties_broken", "dropped_unknown_queries": int, "ties": str, "relevance_level": int}`.
     """

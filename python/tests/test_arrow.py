@@ -69,17 +69,19 @@ def test_every_arrow_string_layout_and_chunked_columns(layout):
     run, judged = frames(rows, qrels)
     want = core(via(run, "run", False), via(judged, "qrels", False), MEASURES)
 
-    def column(values, kind):
-        # three chunks of uneven length, so rows cross chunk boundaries at different places
-        cut = [0, len(values) // 3, len(values) // 3 + 7, len(values)]
+    def column(values, kind, shift=0):
+        # chunks of uneven length, one of them empty, cut at other rows in each column (by
+        # `shift`), so the columns cross chunk boundaries at different rows
+        third = len(values) // 3 + shift
+        cut = [0, third, third, third + 7 + shift, len(values)]
         return pd.Series(pd.arrays.ArrowExtensionArray(pa.chunked_array(
             [pa.array(values[a:b], type=kind) for a, b in zip(cut, cut[1:])])))
 
     kind = getattr(pa, layout)()
     as_arrow = pd.DataFrame({
         "query_id": column([r[0] for r in rows], kind),
-        "doc_id": column([r[1] for r in rows], kind),
-        "score": column([r[2] for r in rows], pa.float32()),  # small integers: exact in f32
+        "doc_id": column([r[1] for r in rows], kind, shift=5),
+        "score": column([r[2] for r in rows], pa.float32(), shift=11),  # small integers: exact
     })
     qrels_arrow = pd.DataFrame({
         "query_id": column([r[0] for r in qrels], kind),

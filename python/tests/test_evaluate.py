@@ -4,6 +4,7 @@ exception with the record named."""
 
 import collections
 import json
+import math
 import random
 import subprocess
 
@@ -259,6 +260,22 @@ def test_unknown_queries_error_or_drop():
     dropped = hopbench.evaluate(with_unknown, qrels, "AP", unknown_queries="drop")
     assert dropped.attrs["dropped_unknown_queries"] == 1
     assert list(dropped["mean"]) == list(hopbench.evaluate(run, qrels, "AP")["mean"])
+
+
+def test_the_per_query_table_is_the_frame_of_its_rows_by_hand():
+    native()
+    import hopbench
+    import pandas as pd
+
+    # q1: its one relevant document first; q2: one of two relevant documents retrieved, first
+    run = {"q1": {"a": 2.0, "b": 1.0}, "q2": {"c": 1.0}}
+    qrels = {"q1": {"a": 1}, "q2": {"c": 1, "x": 1}}
+    pq = hopbench.evaluate(run, qrels, ["nDCG@10", "AP"], per_query=True, ci=False)
+    ndcg_q2 = 1 / (1 + 1 / math.log2(3))
+    want = pd.DataFrame({"query_id": ["q1", "q1", "q2", "q2"],
+                         "measure": ["ndcg@10", "AP", "ndcg@10", "AP"],
+                         "value": [1.0, 1.0, ndcg_q2, 0.5]})
+    pd.testing.assert_frame_equal(pq, want, check_exact=False, rtol=1e-12)
 
 
 def test_per_query_rows_and_their_means():
