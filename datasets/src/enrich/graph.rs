@@ -165,6 +165,8 @@ pub(crate) fn reach_of(
                     }
                 }
                 out.sort_unstable();
+                // kept for the export's life, a million of them: without the growth's slack
+                out.shrink_to_fit();
                 out
             },
         )

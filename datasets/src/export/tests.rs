@@ -876,11 +876,15 @@ fn texts_and_vectors_are_read_on_demand_and_checked_first() {
     // after is refused, naming the file, and refused again without another read
     let later = load(&dir).unwrap();
     later.texts().unwrap();
-    let path = dir.join("corpus.parquet");
-    let mut bytes = std::fs::read(&path).unwrap();
-    let middle = bytes.len() / 2;
-    bytes[middle] ^= 1;
-    std::fs::write(&path, bytes).unwrap();
+    // one bit of `file` flipped, at the byte `at(len)`
+    let flip = |file: &str, at: fn(usize) -> usize| {
+        let path = dir.join(file);
+        let mut bytes = std::fs::read(&path).unwrap();
+        let i = at(bytes.len());
+        bytes[i] ^= 1;
+        std::fs::write(&path, bytes).unwrap();
+    };
+    flip("corpus.parquet", |n| n / 2);
     let err = later.embeddings().unwrap_err().to_string();
     assert!(
         err.contains("corpus.parquet") && err.contains("blake3") && err.contains("re-run prepare"),
@@ -890,22 +894,14 @@ fn texts_and_vectors_are_read_on_demand_and_checked_first() {
     assert!(later.content_embeddings().is_err());
     assert_eq!(later.texts().unwrap().len(), 3);
     // the graph is checked against its own files
-    let path = dir.join(SIMGRAPH_FILES[0]);
-    let mut bytes = std::fs::read(&path).unwrap();
-    let last = bytes.len() - 1;
-    bytes[last] ^= 1;
-    std::fs::write(&path, bytes).unwrap();
+    flip(SIMGRAPH_FILES[0], |n| n - 1);
     let err = later.simgraph().unwrap_err().to_string();
     assert!(
         err.contains(SIMGRAPH_FILES[0]) && err.contains("blake3"),
         "{err}"
     );
     // the sub-question vectors are checked against the queries file's hash when read
-    let path = dir.join("queries.parquet");
-    let mut bytes = std::fs::read(&path).unwrap();
-    let middle = bytes.len() / 2;
-    bytes[middle] ^= 1;
-    std::fs::write(&path, bytes).unwrap();
+    flip("queries.parquet", |n| n / 2);
     let err = later.subquery_embeddings().unwrap_err().to_string();
     assert!(
         err.contains("queries.parquet") && err.contains("blake3"),
