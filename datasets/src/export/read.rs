@@ -2,9 +2,9 @@
 //! read through validating readers whose errors name the file, the row and the column.
 //!
 //! What every leg reads (ids, documents, token counts, spans, the knowledge graph, the BM25
-//! index, the queries) is decoded here; the chunks' texts and vectors and the similarity graph
-//! are not: [`texts`], [`vectors`] and [`simgraph`] read them on a leg's first request,
-//! checking their files' hashes again first. Vectors are streamed into one contiguous buffer,
+//! index, the queries) is decoded here; the chunks' texts and vectors, the similarity graph and
+//! the sub-question vectors are not: [`texts`], [`vectors`], [`simgraph`] and [`subqueries`]
+//! read them on a leg's first request, checking their files' hashes again first. Vectors are streamed into one contiguous buffer,
 //! never decoded whole and copied.
 
 use std::collections::{BTreeSet, HashMap};
