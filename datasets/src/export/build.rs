@@ -184,8 +184,12 @@ pub(super) fn build(
         subqueries,
         absent,
     } = v;
-    // the similarity graph is built over every passage vector: kept as they are embedded
-    let mut kept = Vec::new();
+    // the similarity graph is built over every passage vector: kept as they are embedded, in
+    // a buffer of their exact size (grown by doubling, it could hold twice the vectors)
+    let mut kept = match (&passages, graph_scratch) {
+        (Passages::BySlice, Some(_)) => Vec::with_capacity(chunks.len() * dim),
+        _ => Vec::new(),
+    };
     if let (Some(dir), Some(kg_columns)) = (out, kg_columns) {
         crate::stages::timed("write", || {
             // the queries first: their vectors are dropped before the corpus's are made
