@@ -1163,6 +1163,18 @@ fn a_manifest_listing_half_a_part_is_refused() {
     assert_eq!(how, Prepared::Written);
 }
 
+/// Prepares `r` with `model` into `dir`, the corpus written in row groups of `group` rows.
+fn prepare_in_groups(
+    r: RawDataset,
+    model: &mut EmbedFn<'_>,
+    dir: &Path,
+    group: usize,
+) -> Result<(Manifest, Prepared)> {
+    pq::with_group_rows(group, || {
+        prepare(&source(), || Ok(r), &PrepareConfig::default(), model, dir)
+    })
+}
+
 /// The tiny dataset with a context header on one passage, so content-only vectors are made.
 fn with_header() -> RawDataset {
     let mut r = raw();
@@ -1183,16 +1195,7 @@ fn passages_embedded_a_slice_at_a_time_are_the_vectors_of_one_call() {
             seen.borrow_mut().push((label.to_string(), texts.len()));
             inner(texts, label)
         });
-        pq::with_group_rows(group, || {
-            prepare(
-                &source(),
-                || Ok(with_header()),
-                &PrepareConfig::default(),
-                &mut model,
-                &dir,
-            )
-        })
-        .unwrap();
+        prepare_in_groups(with_header(), &mut model, &dir, group).unwrap();
         let e = load(&dir).unwrap();
         let vectors = (
             e.embeddings().unwrap().to_vec(),
@@ -1247,17 +1250,9 @@ fn a_bad_vector_in_a_later_slice_names_its_chunk_in_the_whole_corpus() {
         }
         Ok(v)
     });
-    let err = pq::with_group_rows(2, || {
-        prepare(
-            &source(),
-            || Ok(raw()),
-            &PrepareConfig::default(),
-            &mut model,
-            &dir,
-        )
-    })
-    .unwrap_err()
-    .to_string();
+    let err = prepare_in_groups(raw(), &mut model, &dir, 2)
+        .unwrap_err()
+        .to_string();
     assert!(
         err.contains("<embedder output for passages>") && err.contains("record 2"),
         "{err}"
