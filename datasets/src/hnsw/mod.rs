@@ -102,6 +102,48 @@ pub struct HnswSettings {
     pub ef_construct: usize,
     /// Vectors and graph memory-mapped from disk instead of held in RAM.
     pub on_disk: bool,
+    /// The compressed copy of the vectors the graph is searched with (kept in RAM; the
+    /// originals rescore the oversampled top k). Absent from a manifest when `none`, so the
+    /// shards built before it existed keep their keys.
+    #[serde(skip_serializing_if = "Quantization::is_none")]
+    pub quantization: Quantization,
+}
+
+/// Qdrant's vector quantisation: the search walks the graph over compressed vectors held in
+/// RAM, takes the top `k x oversampling`, and rescores them with the original float vectors
+/// (which may stay on disk), returning the top `k`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Quantization {
+    /// Float32 vectors only.
+    #[default]
+    None,
+    /// Scalar quantisation: one byte per value (4x smaller), over the values' whole range.
+    Int8,
+    /// Binary quantisation: one bit per value (32x smaller).
+    Binary,
+}
+
+impl Quantization {
+    /// Whether this is [`Quantization::None`].
+    pub fn is_none(&self) -> bool {
+        *self == Quantization::None
+    }
+
+    /// The name a campaign spells it with.
+    pub fn name(self) -> &'static str {
+        match self {
+            Quantization::None => "none",
+            Quantization::Int8 => "int8",
+            Quantization::Binary => "binary",
+        }
+    }
+}
+
+impl std::fmt::Display for Quantization {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 impl Default for HnswSettings {
@@ -110,6 +152,7 @@ impl Default for HnswSettings {
             m: 16,
             ef_construct: 100,
             on_disk: false,
+            quantization: Quantization::None,
         }
     }
 }
@@ -133,12 +176,17 @@ impl HnswSettings {
 }
 
 /// The identity a cached shard's manifest records as its `source`: the export's content hash,
-/// the vector set (`embedding` or `embedding_content`) and the build settings.
+/// the vector set (`embedding` or `embedding_content`) and the build settings (the
+/// quantisation named only when there is one, so float32 shards keep the keys they had).
 pub fn cache_source(content_hash: &str, vectors: &str, settings: HnswSettings) -> String {
-    format!(
+    let mut s = format!(
         "export {content_hash} vectors {vectors} m {} ef_construct {} on_disk {}",
         settings.m, settings.ef_construct, settings.on_disk
-    )
+    );
+    if !settings.quantization.is_none() {
+        s += &format!(" quantization {}", settings.quantization);
+    }
+    s
 }
 
 /// Where the shard of an export's vector set is cached: beside the export

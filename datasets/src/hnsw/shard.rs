@@ -4,13 +4,14 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use qdrant_edge::{
-    Distance, EdgeConfig, EdgeOptimizersConfig, EdgeShard, EdgeVectorParams, HnswIndexConfig,
-    NamedQuery, PointId, PointInsertOperations, PointOperations, PointStruct, QueryEnum,
-    SearchParams, SearchRequest, UpdateOperation, WithPayloadInterface,
+    BinaryQuantizationConfig, Distance, EdgeConfig, EdgeOptimizersConfig, EdgeShard,
+    EdgeVectorParams, HnswIndexConfig, NamedQuery, PointId, PointInsertOperations, PointOperations,
+    PointStruct, QuantizationConfig, QuantizationSearchParams, QueryEnum, ScalarQuantizationConfig,
+    ScalarType, SearchParams, SearchRequest, UpdateOperation, WithPayloadInterface,
 };
 use serde::{Deserialize, Serialize};
 
-use super::{BuildCost, HnswSettings, MANIFEST};
+use super::{BuildCost, HnswSettings, Quantization, MANIFEST};
 use crate::error::{Error, Result};
 
 /// The payload field that carries a point's record id.
@@ -171,7 +172,8 @@ impl HnswShard {
             settings,
             points: n,
             dim,
-            probe: probe_digest(&shard, vectors, dim, n).map_err(|e| shard_err(&qdir, e))?,
+            probe: probe_digest(&shard, settings, vectors, dim, n)
+                .map_err(|e| shard_err(&qdir, e))?,
         };
         drop(shard);
         let mpath = tmp.path().join(MANIFEST);
@@ -257,8 +259,8 @@ impl HnswShard {
                 ),
             ));
         }
-        let probe =
-            probe_digest(&shard, vectors, manifest.dim, n).map_err(|e| shard_err(&qdir, e))?;
+        let probe = probe_digest(&shard, manifest.settings, vectors, manifest.dim, n)
+            .map_err(|e| shard_err(&qdir, e))?;
         if probe != manifest.probe {
             return Err(Error::field(
                 &mpath,
@@ -291,14 +293,24 @@ impl HnswShard {
     }
 
     /// The approximate top `k` of `query` with beam width `ef` (Qdrant's `hnsw_ef`), in
-    /// Qdrant's order, each with the record id its payload carries.
-    pub fn search(&self, query: &[f32], k: usize, ef: usize) -> Result<Vec<Hit>> {
-        search(&self.shard, query, k, ef, true).map_err(|e| shard_err(&self.dir, e))
+    /// Qdrant's order, each with the record id its payload carries. Over a quantised shard the
+    /// graph is walked with the compressed vectors, the top `k x oversampling` (Qdrant's
+    /// default 1 when `None`) rescored with the originals.
+    pub fn search(
+        &self,
+        query: &[f32],
+        k: usize,
+        ef: usize,
+        oversampling: Option<f64>,
+    ) -> Result<Vec<Hit>> {
+        let q = quantized(self.manifest.settings, oversampling);
+        search(&self.shard, query, k, ef, q, true).map_err(|e| shard_err(&self.dir, e))
     }
 
     /// The approximate top `k` point ids alone (no payload read), for graph building.
     pub fn search_points(&self, query: &[f32], k: usize, ef: usize) -> Result<Vec<(u64, f32)>> {
-        search(&self.shard, query, k, ef, false)
+        let q = quantized(self.manifest.settings, None);
+        search(&self.shard, query, k, ef, q, false)
             .map(|hits| hits.into_iter().map(|h| (h.point, h.score)).collect())
             .map_err(|e| shard_err(&self.dir, e))
     }
@@ -416,17 +428,51 @@ fn manifest_expectation(m: &ShardManifest) -> Expected<'_> {
     }
 }
 
+/// The compressed copy a quantised shard keeps, always in RAM (the graph walk reads it for
+/// every step; the originals, read only to rescore, may stay on disk).
+fn quantization_config(q: Quantization) -> Option<QuantizationConfig> {
+    match q {
+        Quantization::None => None,
+        Quantization::Int8 => Some(
+            ScalarQuantizationConfig {
+                r#type: ScalarType::Int8,
+                quantile: None,
+                always_ram: Some(true),
+            }
+            .into(),
+        ),
+        Quantization::Binary => Some(
+            BinaryQuantizationConfig {
+                always_ram: Some(true),
+                encoding: None,
+                query_encoding: None,
+            }
+            .into(),
+        ),
+    }
+}
+
+/// A quantised shard's search parameters: always rescored with the original vectors (so the
+/// top `k` is ranked by float32 cosine, as the exact engine ranks), with `oversampling`
+/// candidates per hit taken from the compressed walk. `None` for a float32 shard.
+fn quantized(s: HnswSettings, oversampling: Option<f64>) -> Option<QuantizationSearchParams> {
+    (!s.quantization.is_none()).then_some(QuantizationSearchParams {
+        ignore: false,
+        rescore: Some(true),
+        oversampling,
+    })
+}
+
 /// One segment, its graph built whatever its size and always used (see the module docs); the
 /// payload in RAM (it is read for every hit).
 fn edge_config(dim: usize, s: HnswSettings) -> EdgeConfig {
     let threads = rayon::current_num_threads().max(1);
+    let mut params = EdgeVectorParams::builder(dim, Distance::Cosine).on_disk(s.on_disk);
+    if let Some(q) = quantization_config(s.quantization) {
+        params = params.quantization_config(q);
+    }
     EdgeConfig::builder()
-        .vector(
-            "",
-            EdgeVectorParams::builder(dim, Distance::Cosine)
-                .on_disk(s.on_disk)
-                .build(),
-        )
+        .vector("", params.build())
         .hnsw_config(HnswIndexConfig {
             m: s.m,
             ef_construct: s.ef_construct,
@@ -453,6 +499,7 @@ fn search(
     query: &[f32],
     k: usize,
     ef: usize,
+    quantization: Option<QuantizationSearchParams>,
     with_payload: bool,
 ) -> std::result::Result<Vec<Hit>, String> {
     if k == 0 {
@@ -464,7 +511,7 @@ fn search(
         params: Some(SearchParams {
             hnsw_ef: Some(ef),
             exact: false,
-            quantization: None,
+            quantization,
             indexed_only: false,
             acorn: None,
         }),
@@ -501,6 +548,7 @@ fn search(
 /// searched with `ef` = 64.
 fn probe_digest(
     shard: &EdgeShard,
+    settings: HnswSettings,
     vectors: &[f32],
     dim: usize,
     n: usize,
@@ -514,6 +562,7 @@ fn probe_digest(
             &vectors[row * dim..(row + 1) * dim],
             PROBE_K,
             64,
+            quantized(settings, None),
             false,
         )?;
         h.update(&(row as u64).to_le_bytes());

@@ -10,9 +10,13 @@
 //! - **latency** (retrieve + select, ms) of both paths, median and p95, one query at a time on
 //!   one thread, after a warm-up pass.
 //!
+//! Each is reported per quantisation of the shard (`none`: float32; `int8`, `binary`: the graph
+//! walked over compressed vectors, the oversampled top k rescored with the originals), so what
+//! a compression costs in recall and metrics stands beside float32 on the same queries.
+//!
 //! Every path is the campaign's leg with only its `dense` group changed, so what differs is the
 //! engine and nothing else. The shard is built once per export and build settings and cached
-//! under `<results>/shards/` (the first run pays for it; `shard_secs` says what it cost).
+//! under `<results>/shards/` (the first run pays for it; each shard's `secs` says what it cost).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -21,7 +25,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use hopbench_datasets::export::Export;
-use hopbench_datasets::hnsw::HnswSettings;
+use hopbench_datasets::hnsw::{HnswSettings, Quantization};
 use hopbench_legs::engine::{EngineKind, ExactDense, QdrantDense, QdrantSpec, SideKind};
 use hopbench_legs::registry::LegSpec;
 use hopbench_legs::{Leg, QueryInput};
@@ -59,9 +63,11 @@ pub struct MetricParity {
     pub p: Option<f64>,
 }
 
-/// One `hnsw_ef`.
+/// One quantisation at one `hnsw_ef`.
 #[derive(Debug, Clone, Serialize)]
 pub struct EfParity {
+    /// The shard's quantisation.
+    pub quantization: Quantization,
     /// Search beam width.
     pub hnsw_ef: usize,
     /// Mean ANN recall@10 of the dense lane against the exact top-10.
@@ -97,14 +103,14 @@ pub struct Parity {
     pub queries: usize,
     /// Embedding model of the export.
     pub model_id: String,
-    /// Graph build settings.
+    /// Graph build settings (of the float32 shard; each quantised one differs in its
+    /// `quantization` alone).
     pub build: HnswSettings,
-    /// The shard's directory.
-    pub shard: String,
-    /// Seconds spent building (or opening and verifying, when cached) the shard.
-    pub shard_secs: f64,
-    /// Whether the shard was already on disk.
-    pub shard_cached: bool,
+    /// Over a quantised shard, candidates per hit rescored with the originals (`None`:
+    /// Qdrant's default, 1).
+    pub oversampling: Option<f64>,
+    /// The shards searched, one per quantisation.
+    pub shards: Vec<ShardUse>,
     /// Timed passes per path.
     pub repeat: usize,
     /// Latency of the exact path.
@@ -115,6 +121,19 @@ pub struct Parity {
     pub rows: Vec<EfParity>,
 }
 
+/// One shard the check searched.
+#[derive(Debug, Clone, Serialize)]
+pub struct ShardUse {
+    /// Its quantisation.
+    pub quantization: Quantization,
+    /// Its directory.
+    pub dir: String,
+    /// Seconds spent building it (or opening and verifying it, when cached).
+    pub secs: f64,
+    /// Whether it was already on disk.
+    pub cached: bool,
+}
+
 /// What one path retrieved per query, and how long it took.
 struct PathRun {
     selections: Vec<Vec<u32>>,
@@ -123,8 +142,13 @@ struct PathRun {
     times_ms: Vec<f64>,
 }
 
-fn run_path(leg: &dyn Leg, export: &Export, recall_k: &[usize], repeat: usize) -> Result<PathRun> {
-    let n = export.queries.len();
+fn run_path(
+    leg: &dyn Leg,
+    export: &Export,
+    n: usize,
+    recall_k: &[usize],
+    repeat: usize,
+) -> Result<PathRun> {
     let input = |q: usize| QueryInput {
         index: q,
         id: &export.queries[q].id,
@@ -175,10 +199,10 @@ fn latency(times: &[f64]) -> Latency {
 /// The dense lane's top-10 per query through `search`, and its search times.
 fn dense_lane(
     export: &Export,
+    n: usize,
     repeat: usize,
     search: impl Fn(&[f32]) -> Result<Vec<u32>>,
 ) -> Result<(Vec<Vec<u32>>, Vec<f64>)> {
-    let n = export.queries.len();
     let tops = (0..n)
         .map(|q| search(export.query_embedding(q)))
         .collect::<Result<Vec<_>>>()?;
@@ -212,18 +236,42 @@ fn with_dense(spec: &LegSpec, name: &str, dense: Option<serde_json::Value>) -> R
     })
 }
 
-/// Runs the check of `leg` on the loaded `export` for each of `efs`.
-#[allow(clippy::too_many_arguments)]
+/// What the check compares: the beam widths and quantisations served, how the graph is built,
+/// and over how many queries.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// Search beam widths.
+    pub efs: Vec<usize>,
+    /// Shard quantisations, each a shard of its own.
+    pub quantizations: Vec<Quantization>,
+    /// Candidates per hit rescored over a quantised shard.
+    pub oversampling: Option<f64>,
+    /// Graph build settings (their `quantization` is replaced by each of `quantizations`).
+    pub build: HnswSettings,
+    /// Timed passes per path.
+    pub repeat: usize,
+    /// The first this many queries (`None`: all).
+    pub limit: Option<usize>,
+}
+
+/// Runs the check of `leg` on the loaded `export` for each quantisation and beam width of
+/// `plan`.
 pub fn run(
     campaign: &Campaign,
     dataset: &str,
     export: &Arc<Export>,
     leg: &str,
-    efs: &[usize],
-    build: HnswSettings,
-    repeat: usize,
+    plan: &Plan,
     data: &DataSettings,
 ) -> Result<Parity> {
+    let Plan {
+        efs,
+        build,
+        repeat,
+        oversampling,
+        ..
+    } = plan;
+    let (build, repeat) = (*build, *repeat);
     let spec = campaign
         .legs
         .get(leg)
@@ -237,6 +285,23 @@ pub fn run(
     if let Some(&0) = efs.iter().find(|&&e| e == 0) {
         bail!("--hnsw-ef: 0 is not a beam width (at least 1)");
     }
+    if plan.quantizations.is_empty() {
+        bail!("--quantization: give at least one of none, int8, binary");
+    }
+    if let Some(o) = oversampling {
+        if !(o.is_finite() && *o >= 1.0) {
+            bail!("--oversampling: must be a number of at least 1, got {o}");
+        }
+        if plan.quantizations.iter().all(Quantization::is_none) {
+            bail!("--oversampling applies only to a quantised shard: add --quantization int8 or binary");
+        }
+    }
+    if plan.limit == Some(0) {
+        bail!("--limit: 0 queries leaves nothing to compare (at least 1)");
+    }
+    let n = plan
+        .limit
+        .map_or(export.queries.len(), |l| l.min(export.queries.len()));
     let vectors = spec.dense_vectors();
     let exact_spec = with_dense(spec, leg, None)?;
     let build_leg = |s: &LegSpec| -> Result<Box<dyn Leg>> {
@@ -245,17 +310,10 @@ pub fn run(
     };
     let exact_leg = build_leg(&exact_spec)?;
 
-    let dir =
-        hopbench_legs::engine::qdrant::shard_dir(&export.dir, &export.manifest, vectors, build);
-    let cached = dir.join(hopbench_datasets::hnsw::MANIFEST).is_file();
-    let t = Instant::now();
-    let _shard = hopbench_legs::engine::qdrant::shard_for(export, vectors, build)?;
-    let shard_secs = t.elapsed().as_secs_f64();
-
     let recall_k = &campaign.recall_k;
-    let exact = run_path(exact_leg.as_ref(), export, recall_k, repeat)?;
+    let exact = run_path(exact_leg.as_ref(), export, n, recall_k, repeat)?;
     let exact_engine = ExactDense::new(export.clone(), vectors)?;
-    let (exact_tops, exact_dense_times) = dense_lane(export, repeat, |q| {
+    let (exact_tops, exact_dense_times) = dense_lane(export, n, repeat, |q| {
         Ok(exact_engine
             .search_vector(q, 10)
             .iter()
@@ -263,46 +321,68 @@ pub fn run(
             .collect())
     })?;
     let stats = &campaign.stats;
-    let n = export.queries.len();
     let mut rows = Vec::new();
-    for &ef in efs {
-        let qspec = QdrantSpec { hnsw_ef: ef, build };
-        let group = {
-            let mut m = qspec.write();
-            m.insert("engine".into(), QdrantSpec::NAME.into());
-            serde_json::Value::Object(m)
+    let mut shards = Vec::new();
+    for &quantization in &plan.quantizations {
+        let build = HnswSettings {
+            quantization,
+            ..build
         };
-        let served_leg = build_leg(&with_dense(spec, leg, Some(group))?)?;
-        let served = run_path(served_leg.as_ref(), export, recall_k, repeat)?;
-        let engine = QdrantDense::new(export.clone(), vectors, &qspec)?;
-        let (tops, dense_times) = dense_lane(export, repeat, |q| {
-            Ok(engine
-                .search_vector(q, 10)
-                .map_err(|f| anyhow::anyhow!("qdrant dense search: {f}"))?
-                .iter()
-                .map(|c| c.chunk)
-                .collect())
-        })?;
-        let recall = ann_recall(&exact_tops, &tops);
-        let (gate_agreement, gate_fired) = gate_agreement(&exact, &served);
-        let ms = metric_parity(&exact, &served, recall_k, stats);
-        rows.push(EfParity {
-            hnsw_ef: ef,
-            ann_recall_at_10: metrics::mean(recall.iter().copied()).unwrap_or(f64::NAN),
-            ann_recall_ci95: stats.mean_ci(&recall),
-            ann_exact_queries: recall.iter().filter(|&&r| r == 1.0).count(),
-            gate_agreement,
-            gate_fired,
-            changed_queries: exact
-                .selections
-                .iter()
-                .zip(&served.selections)
-                .filter(|(a, b)| a != b)
-                .count(),
-            latency: latency(&served.times_ms),
-            dense_latency: latency(&dense_times),
-            metrics: ms,
+        let dir =
+            hopbench_legs::engine::qdrant::shard_dir(&export.dir, &export.manifest, vectors, build);
+        let cached = dir.join(hopbench_datasets::hnsw::MANIFEST).is_file();
+        let t = Instant::now();
+        let _shard = hopbench_legs::engine::qdrant::shard_for(export, vectors, build)?;
+        shards.push(ShardUse {
+            quantization,
+            dir: dir.display().to_string(),
+            secs: t.elapsed().as_secs_f64(),
+            cached,
         });
+        for &ef in efs {
+            let qspec = QdrantSpec {
+                hnsw_ef: ef,
+                oversampling: oversampling.filter(|_| !quantization.is_none()),
+                build,
+            };
+            let group = {
+                let mut m = qspec.write();
+                m.insert("engine".into(), QdrantSpec::NAME.into());
+                serde_json::Value::Object(m)
+            };
+            let served_leg = build_leg(&with_dense(spec, leg, Some(group))?)?;
+            let served = run_path(served_leg.as_ref(), export, n, recall_k, repeat)?;
+            let engine = QdrantDense::new(export.clone(), vectors, &qspec)?;
+            let (tops, dense_times) = dense_lane(export, n, repeat, |q| {
+                Ok(engine
+                    .search_vector(q, 10)
+                    .map_err(|f| anyhow::anyhow!("qdrant dense search: {f}"))?
+                    .iter()
+                    .map(|c| c.chunk)
+                    .collect())
+            })?;
+            let recall = ann_recall(&exact_tops, &tops);
+            let (gate_agreement, gate_fired) = gate_agreement(&exact, &served);
+            let ms = metric_parity(&exact, &served, recall_k, stats);
+            rows.push(EfParity {
+                quantization,
+                hnsw_ef: ef,
+                ann_recall_at_10: metrics::mean(recall.iter().copied()).unwrap_or(f64::NAN),
+                ann_recall_ci95: stats.mean_ci(&recall),
+                ann_exact_queries: recall.iter().filter(|&&r| r == 1.0).count(),
+                gate_agreement,
+                gate_fired,
+                changed_queries: exact
+                    .selections
+                    .iter()
+                    .zip(&served.selections)
+                    .filter(|(a, b)| a != b)
+                    .count(),
+                latency: latency(&served.times_ms),
+                dense_latency: latency(&dense_times),
+                metrics: ms,
+            });
+        }
     }
     Ok(Parity {
         dataset: dataset.into(),
@@ -310,10 +390,12 @@ pub fn run(
         chunks: export.chunks.len(),
         queries: n,
         model_id: export.manifest.model_id.clone(),
-        build,
-        shard: dir.display().to_string(),
-        shard_secs,
-        shard_cached: cached,
+        build: HnswSettings {
+            quantization: Quantization::None,
+            ..build
+        },
+        oversampling: *oversampling,
+        shards,
         repeat,
         exact_latency: latency(&exact.times_ms),
         exact_dense_latency: latency(&exact_dense_times),
@@ -396,6 +478,16 @@ fn metric_parity(
     ms
 }
 
+/// A row's path name prefix: nothing for float32 (the rows read as they always did), else the
+/// quantisation.
+fn quantized(q: Quantization) -> String {
+    if q.is_none() {
+        String::new()
+    } else {
+        format!("{q} ")
+    }
+}
+
 /// The file stem of a check's files: `parity-<dataset>-<leg>`.
 pub fn stem(p: &Parity) -> String {
     format!("parity-{}-{}", p.dataset, p.leg)
@@ -410,8 +502,8 @@ fn ci(c: Option<[f64; 2]>) -> String {
 pub fn markdown(p: &Parity) -> String {
     let mut s = format!(
         "# Serving parity: {} x {}\n\n{} chunks, {} queries, model `{}`; HNSW m {}, ef_construct \
-         {}, on_disk {}; shard {} ({:.2} s{}); latency over {} timed pass(es), one query at a \
-         time on one thread.\n\n",
+         {}, on_disk {}{}; latency over {} timed pass(es), one query at a time on one \
+         thread.\n\n",
         p.dataset,
         p.leg,
         p.chunks,
@@ -420,15 +512,25 @@ pub fn markdown(p: &Parity) -> String {
         p.build.m,
         p.build.ef_construct,
         p.build.on_disk,
-        p.shard,
-        p.shard_secs,
-        if p.shard_cached {
-            ", cached: opened and verified"
-        } else {
-            ", built"
-        },
+        p.oversampling.map_or_else(String::new, |o| format!(
+            ", oversampling {o} over a quantised shard"
+        )),
         p.repeat
     );
+    for shard in &p.shards {
+        s += &format!(
+            "- shard, quantization {}: {} ({:.2} s, {})\n",
+            shard.quantization,
+            shard.dir,
+            shard.secs,
+            if shard.cached {
+                "cached: opened and verified"
+            } else {
+                "built"
+            }
+        );
+    }
+    s += "\n";
     s += "| path | ANN R@10 vs exact [95% CI] | queries with the exact top-10 | gate agreement | queries whose selection changed | leg median / p95 ms | dense search median / p95 ms |\n|---|---|---|---|---|---|---|\n";
     s += &format!(
         "| exact | 1 | {n} / {n} | - | - | {:.3} / {:.3} | {:.3} / {:.3} |\n",
@@ -444,7 +546,8 @@ pub fn markdown(p: &Parity) -> String {
             _ => "no gate".into(),
         };
         s += &format!(
-            "| qdrant hnsw_ef {} | {:.6}{} | {} / {} | {} | {} | {:.3} / {:.3} | {:.3} / {:.3} |\n",
+            "| qdrant {}hnsw_ef {} | {:.6}{} | {} / {} | {} | {} | {:.3} / {:.3} | {:.3} / {:.3} |\n",
+            quantized(r.quantization),
             r.hnsw_ef,
             r.ann_recall_at_10,
             r.ann_recall_ci95
@@ -459,11 +562,12 @@ pub fn markdown(p: &Parity) -> String {
             r.dense_latency.p95_ms
         );
     }
-    s += "\nPaired differences, served − exact (mean over the queries where the metric is defined; 95% paired-bootstrap CI; randomization p):\n\n| hnsw_ef | metric | queries | exact | served | diff [95% CI] | p |\n|---|---|---|---|---|---|---|\n";
+    s += "\nPaired differences, served − exact (mean over the queries where the metric is defined; 95% paired-bootstrap CI; randomization p):\n\n| quantization | hnsw_ef | metric | queries | exact | served | diff [95% CI] | p |\n|---|---|---|---|---|---|---|---|\n";
     for r in &p.rows {
         for m in &r.metrics {
             s += &format!(
-                "| {} | {} | {} | {:.4} | {:.4} | {:+.4}{} | {} |\n",
+                "| {} | {} | {} | {} | {:.4} | {:.4} | {:+.4}{} | {} |\n",
+                r.quantization,
                 r.hnsw_ef,
                 m.metric,
                 m.queries,

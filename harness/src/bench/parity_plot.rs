@@ -1,5 +1,6 @@
 //! The serving-parity plot: the dense lane's ANN recall@10 (with its 95% CI as whiskers) and
-//! the leg's latency (median and p95, served against exact) against `hnsw_ef` on a log axis.
+//! the leg's latency (median and p95, served against exact) against `hnsw_ef` on a log axis,
+//! a line per shard quantisation.
 
 use std::path::{Path, PathBuf};
 
@@ -7,7 +8,9 @@ use anyhow::Result;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use crate::bench::parity::Parity;
+use hopbench_datasets::hnsw::Quantization;
+
+use crate::bench::parity::{EfParity, Parity};
 use crate::report::plot::{err, register_font, COLOURS, FONT};
 
 const SIZE: (u32, u32) = (1400, 600);
@@ -26,12 +29,38 @@ where
             (FONT, 24),
         )
         .map_err(err)?;
-    let efs: Vec<f64> = p.rows.iter().map(|r| r.hnsw_ef as f64).collect();
+    let mut efs: Vec<f64> = p.rows.iter().map(|r| r.hnsw_ef as f64).collect();
+    efs.sort_by(f64::total_cmp);
+    efs.dedup();
     let panels = root.split_evenly((1, 2));
     draw_recall(&panels[0], p, &efs)?;
     draw_latency(&panels[1], p, &efs)?;
     root.present().map_err(err)?;
     Ok(())
+}
+
+/// A latency line: its label, colour, whether it is a flat (dashed) reference, its points.
+type Series = (String, RGBColor, bool, Vec<(f64, f64)>);
+
+/// The rows of each quantisation, in the order the check ran them.
+fn by_quantization(p: &Parity) -> Vec<(Quantization, Vec<&EfParity>)> {
+    let mut out: Vec<(Quantization, Vec<&EfParity>)> = Vec::new();
+    for r in &p.rows {
+        match out.iter_mut().find(|(q, _)| *q == r.quantization) {
+            Some((_, rows)) => rows.push(r),
+            None => out.push((r.quantization, vec![r])),
+        }
+    }
+    out
+}
+
+/// A series' name: the path, and the quantisation when the check served more than float32.
+fn label(what: &str, q: Quantization, several: bool) -> String {
+    if several {
+        format!("{what} ({q})")
+    } else {
+        what.to_string()
+    }
 }
 
 /// The shared x axis: the beam widths with a margin on each side (a log axis).
@@ -74,26 +103,44 @@ where
         .label_style((FONT, 15))
         .draw()
         .map_err(err)?;
-    let c = COLOURS[0];
-    let pts: Vec<(f64, f64)> = p
-        .rows
-        .iter()
-        .map(|r| (r.hnsw_ef as f64, r.ann_recall_at_10))
-        .collect();
-    chart
-        .draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))
-        .map_err(err)?;
-    chart
-        .draw_series(pts.iter().map(|&xy| Circle::new(xy, 4, c.filled())))
-        .map_err(err)?;
-    chart
-        .draw_series(p.rows.iter().filter_map(|r| {
-            r.ann_recall_ci95.map(|[a, b]| {
-                let x = r.hnsw_ef as f64;
-                PathElement::new(vec![(x, a), (x, b)], c.stroke_width(1))
-            })
-        }))
-        .map_err(err)?;
+    let groups = by_quantization(p);
+    let several = groups.len() > 1;
+    for (i, (q, rows)) in groups.iter().enumerate() {
+        let c = COLOURS[i % COLOURS.len()];
+        let pts: Vec<(f64, f64)> = rows
+            .iter()
+            .map(|r| (r.hnsw_ef as f64, r.ann_recall_at_10))
+            .collect();
+        let drawn = chart
+            .draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))
+            .map_err(err)?;
+        if several {
+            drawn.label(q.name()).legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2))
+            });
+        }
+        chart
+            .draw_series(pts.iter().map(|&xy| Circle::new(xy, 4, c.filled())))
+            .map_err(err)?;
+        chart
+            .draw_series(rows.iter().filter_map(|r| {
+                r.ann_recall_ci95.map(|[a, b]| {
+                    let x = r.hnsw_ef as f64;
+                    PathElement::new(vec![(x, a), (x, b)], c.stroke_width(1))
+                })
+            }))
+            .map_err(err)?;
+    }
+    if several {
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::LowerRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .label_font((FONT, 15))
+            .draw()
+            .map_err(err)?;
+    }
     Ok(())
 }
 
@@ -131,47 +178,48 @@ where
         .label_style((FONT, 15))
         .draw()
         .map_err(err)?;
-    let series = [
-        (
-            "served median",
-            COLOURS[1],
+    let groups = by_quantization(p);
+    let several = groups.len() > 1;
+    let (x0, x1) = (efs[0], efs[efs.len() - 1]);
+    let mut series: Vec<Series> = Vec::new();
+    for (i, (q, rows)) in groups.iter().enumerate() {
+        let at = |f: fn(&EfParity) -> f64| rows.iter().map(|r| (r.hnsw_ef as f64, f(r))).collect();
+        series.push((
+            label("served median", *q, several),
+            COLOURS[(1 + 2 * i) % COLOURS.len()],
             false,
-            p.rows
-                .iter()
-                .map(|r| r.latency.median_ms)
-                .collect::<Vec<_>>(),
-        ),
-        (
-            "served p95",
-            COLOURS[2],
+            at(|r| r.latency.median_ms),
+        ));
+        series.push((
+            label("served p95", *q, several),
+            COLOURS[(2 + 2 * i) % COLOURS.len()],
             false,
-            p.rows.iter().map(|r| r.latency.p95_ms).collect(),
-        ),
-        (
-            "exact median",
-            COLOURS[6],
-            true,
-            vec![p.exact_latency.median_ms; p.rows.len()],
-        ),
-        (
-            "exact p95",
-            COLOURS[5],
-            true,
-            vec![p.exact_latency.p95_ms; p.rows.len()],
-        ),
-    ];
-    for (label, colour, flat, ys) in series {
-        let pts: Vec<(f64, f64)> = efs.iter().copied().zip(ys).collect();
+            at(|r| r.latency.p95_ms),
+        ));
+    }
+    series.push((
+        "exact median".into(),
+        BLACK,
+        true,
+        vec![
+            (x0, p.exact_latency.median_ms),
+            (x1, p.exact_latency.median_ms),
+        ],
+    ));
+    series.push((
+        "exact p95".into(),
+        RGBColor(128, 128, 128),
+        true,
+        vec![(x0, p.exact_latency.p95_ms), (x1, p.exact_latency.p95_ms)],
+    ));
+    for (label, colour, flat, pts) in series {
         let style = colour.stroke_width(2);
         let drawn = if flat {
             chart.draw_series(std::iter::once(plotters::element::DashedPathElement::new(
-                pts.clone(),
-                8,
-                6,
-                style,
+                pts, 8, 6, style,
             )))
         } else {
-            chart.draw_series(LineSeries::new(pts.clone(), style))
+            chart.draw_series(LineSeries::new(pts, style))
         }
         .map_err(err)?;
         drawn.label(label).legend(move |(x, y)| {

@@ -9,9 +9,10 @@ use clap::Args;
 use super::{exclusive_benchmark, resolved, Command, CommonArgs};
 use crate::pipeline::settings::Settings;
 
-/// Serve a leg's dense side through Qdrant's HNSW at several `hnsw_ef` and measure what
-/// changes against the exact engine: ANN recall@10, gate agreement, paired metric differences
-/// with CIs, latency (needs the `qdrant` build feature).
+/// Serve a leg's dense side through Qdrant's HNSW at several `hnsw_ef` (and quantisations:
+/// `--quantization none,int8,binary`) and measure what changes against the exact engine: ANN
+/// recall@10, gate agreement, paired metric differences with CIs, latency (needs the `qdrant`
+/// build feature).
 #[derive(Args, Debug)]
 pub struct ServingParity {
     #[command(flatten)]
@@ -34,6 +35,17 @@ pub struct ServingParity {
     /// Vectors and graph memory-mapped from disk.
     #[arg(long)]
     pub on_disk: bool,
+    /// Comma list of shard quantisations, each served and compared: none (float32), int8
+    /// (a byte per value), binary (a bit per value).
+    #[arg(long, value_delimiter = ',', default_value = "none", value_parser = quantization)]
+    pub quantization: Vec<hopbench_datasets::hnsw::Quantization>,
+    /// Over a quantised shard, candidates per hit taken from the compressed walk and rescored
+    /// with the original vectors (default: Qdrant's, 1).
+    #[arg(long)]
+    pub oversampling: Option<f64>,
+    /// Compare over the first N queries only (a large corpus's exact scan is slow).
+    #[arg(long)]
+    pub limit: Option<usize>,
     /// Timed passes over the queries per path (after the pass whose results are compared).
     #[arg(long, default_value_t = 5)]
     pub repeat: usize,
@@ -65,14 +77,20 @@ fn run(s: &Settings, a: &ServingParity) -> Result<()> {
         &s.data,
         hopbench_datasets::export::Parts::NONE,
     )?;
-    let build = hopbench_datasets::hnsw::HnswSettings {
-        m: a.m,
-        ef_construct: a.ef_construct,
-        on_disk: a.on_disk,
+    let plan = crate::bench::parity::Plan {
+        efs: a.hnsw_ef.clone(),
+        quantizations: a.quantization.clone(),
+        oversampling: a.oversampling,
+        build: hopbench_datasets::hnsw::HnswSettings {
+            m: a.m,
+            ef_construct: a.ef_construct,
+            on_disk: a.on_disk,
+            quantization: hopbench_datasets::hnsw::Quantization::None,
+        },
+        repeat: a.repeat,
+        limit: a.limit,
     };
-    let p = crate::bench::parity::run(
-        campaign, name, &export, &a.leg, &a.hnsw_ef, build, a.repeat, &s.data,
-    )?;
+    let p = crate::bench::parity::run(campaign, name, &export, &a.leg, &plan, &s.data)?;
     out!("{}", crate::bench::parity::markdown(&p).trim_end());
     let dir = a.out.clone().unwrap_or_else(|| s.results.join("parity"));
     let mut paths = crate::bench::parity::write(&dir, &p)?;
@@ -85,4 +103,13 @@ fn run(s: &Settings, a: &ServingParity) -> Result<()> {
         eprintln!("wrote {}", path.display());
     }
     Ok(())
+}
+
+/// `--quantization`'s values, as a campaign spells them.
+fn quantization(s: &str) -> std::result::Result<hopbench_datasets::hnsw::Quantization, String> {
+    use hopbench_datasets::hnsw::Quantization;
+    [Quantization::None, Quantization::Int8, Quantization::Binary]
+        .into_iter()
+        .find(|q| q.name() == s)
+        .ok_or_else(|| format!("`{s}` is not a quantization: none, int8 or binary"))
 }

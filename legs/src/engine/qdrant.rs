@@ -20,7 +20,7 @@
 //! The parameter group ([`QdrantSpec`]) parses in every build; the engine needs the `qdrant`
 //! cargo feature, and a build without it says so when a leg names it.
 
-use hopbench_datasets::hnsw::HnswSettings;
+use hopbench_datasets::hnsw::{HnswSettings, Quantization};
 use serde::{Deserialize, Serialize};
 
 use std::path::{Path, PathBuf};
@@ -73,11 +73,16 @@ pub fn not_built() -> LegError {
     })
 }
 
-/// `dense: {engine: qdrant, hnsw_ef, m, ef_construct, on_disk}`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// `dense: {engine: qdrant, hnsw_ef, m, ef_construct, on_disk, quantization, oversampling}`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct QdrantSpec {
     /// Search beam width (Qdrant's `hnsw_ef`); absent: Qdrant's default, its `ef_construct`.
     pub hnsw_ef: usize,
+    /// Over a quantised shard, candidates per hit taken from the compressed walk and rescored
+    /// with the originals (Qdrant's `oversampling`); absent: Qdrant's default, 1. Only with a
+    /// `quantization`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub oversampling: Option<f64>,
     /// Graph build settings (part of the shard's cache key).
     #[serde(flatten)]
     pub build: HnswSettings,
@@ -93,6 +98,10 @@ struct SpecIn {
     ef_construct: Option<usize>,
     #[serde(default)]
     on_disk: Option<bool>,
+    #[serde(default)]
+    quantization: Option<Quantization>,
+    #[serde(default)]
+    oversampling: Option<f64>,
 }
 
 impl EngineKind for QdrantSpec {
@@ -112,9 +121,11 @@ impl EngineKind for QdrantSpec {
             m: s.m.unwrap_or(d.m),
             ef_construct: s.ef_construct.unwrap_or(d.ef_construct),
             on_disk: s.on_disk.unwrap_or(d.on_disk),
+            quantization: s.quantization.unwrap_or(d.quantization),
         };
         Ok(QdrantSpec {
             hnsw_ef: s.hnsw_ef.unwrap_or(build.ef_construct),
+            oversampling: s.oversampling,
             build,
         })
     }
@@ -126,6 +137,21 @@ impl EngineKind for QdrantSpec {
     fn check(&self, c: &Check<'_>, side: SideKind) -> Result<(), LegError> {
         let key = side.key();
         c.at_least(&format!("{key}.hnsw_ef"), self.hnsw_ef, 1)?;
+        if let Some(o) = self.oversampling {
+            if self.build.quantization.is_none() {
+                return c.fail(
+                    &format!("{key}.oversampling"),
+                    "applies only to a quantised shard: add `quantization: int8` or \
+                     `quantization: binary`",
+                );
+            }
+            if !(o.is_finite() && o >= 1.0) {
+                return c.fail(
+                    &format!("{key}.oversampling"),
+                    &format!("must be a number of at least 1, got {o}"),
+                );
+            }
+        }
         match self.build.validate() {
             Ok(()) => Ok(()),
             Err(e) => c.fail(key, &e.to_string()),
@@ -175,5 +201,48 @@ mod tests {
         assert_eq!(read(serde_json::Value::Object(s.write())).unwrap(), s);
         let e = read(serde_json::json!({"hnsw": 16})).unwrap_err();
         assert!(e.to_string().contains("unknown field `hnsw`"), "{e}");
+    }
+
+    #[test]
+    fn quantisation_and_oversampling_parse_and_are_written_only_when_given() {
+        let read = |v: serde_json::Value| match v {
+            serde_json::Value::Object(m) => QdrantSpec::read(&m),
+            _ => unreachable!(),
+        };
+        // a float32 spec writes what it wrote before quantisation existed (cell keys stay)
+        let plain = read(serde_json::json!({})).unwrap();
+        let keys: Vec<String> = plain.write().keys().cloned().collect();
+        assert_eq!(keys, ["hnsw_ef", "m", "ef_construct", "on_disk"]);
+        let s = read(serde_json::json!({"quantization": "int8", "oversampling": 2.5})).unwrap();
+        assert_eq!(s.build.quantization, Quantization::Int8);
+        assert_eq!(s.oversampling, Some(2.5));
+        assert_eq!(s.write()["quantization"], "int8");
+        assert_eq!(read(serde_json::Value::Object(s.write())).unwrap(), s);
+        let e = read(serde_json::json!({"quantization": "pq"})).unwrap_err();
+        assert!(e.to_string().contains("pq"), "{e}");
+    }
+
+    #[test]
+    fn oversampling_needs_a_quantised_shard_and_at_least_one() {
+        let check = |v: serde_json::Value| {
+            let serde_json::Value::Object(m) = v else {
+                unreachable!()
+            };
+            QdrantSpec::read(&m)
+                .unwrap()
+                .check(&Check("dense_q"), SideKind::Dense)
+        };
+        let e = check(serde_json::json!({"oversampling": 2.0})).unwrap_err();
+        assert!(
+            e.to_string().contains("dense.oversampling")
+                && e.to_string().contains("quantization: int8"),
+            "{e}"
+        );
+        for bad in [0.5, 0.0, -2.0] {
+            let e = check(serde_json::json!({"quantization": "binary", "oversampling": bad}))
+                .unwrap_err();
+            assert!(e.to_string().contains("at least 1"), "{bad}: {e}");
+        }
+        check(serde_json::json!({"quantization": "binary", "oversampling": 1.0})).unwrap();
     }
 }

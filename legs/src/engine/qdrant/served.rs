@@ -87,6 +87,7 @@ pub struct QdrantDense {
     vectors: Vectors,
     shard: Arc<HnswShard>,
     hnsw_ef: usize,
+    oversampling: Option<f64>,
 }
 
 impl QdrantDense {
@@ -102,6 +103,7 @@ impl QdrantDense {
             vectors,
             shard,
             hnsw_ef: spec.hnsw_ef,
+            oversampling: spec.oversampling,
         })
     }
 
@@ -109,7 +111,7 @@ impl QdrantDense {
     pub fn search_vector(&self, query: &[f32], k: usize) -> Result<Vec<Candidate>, Failure> {
         let hits = self
             .shard
-            .search(query, k, self.hnsw_ef)
+            .search(query, k, self.hnsw_ef, self.oversampling)
             .map_err(|e| Failure::Search(Carried::new(e)))?;
         // `new` read these vectors (to open the shard), and a part once read stays read
         let rows = self
