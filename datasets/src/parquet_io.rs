@@ -230,23 +230,38 @@ pub fn column_names(path: &Path) -> Result<Vec<String>> {
 /// another row count, a column of another width, a null vector or a decoder failure is an error
 /// naming the file and the column.
 pub fn read_vectors(path: &Path, name: &str, dim: usize, rows: usize) -> Result<Vec<f32>> {
-    guarded(path, || read_vectors_unguarded(path, name, dim, rows))
+    let mut out = Vec::with_capacity(rows.saturating_mul(dim));
+    stream_vectors(path, name, dim, rows, |floats| {
+        out.extend_from_slice(floats);
+        Ok(())
+    })?;
+    Ok(out)
 }
 
-fn read_vectors_unguarded(path: &Path, name: &str, dim: usize, rows: usize) -> Result<Vec<f32>> {
-    const BATCH_ROWS: usize = 1 << 14;
-    let file = crate::presence::open_file(path)?;
-    let builder = ParquetRecordBatchReaderBuilder::try_new(file)
-        .map_err(|e| Error::malformed(path, "parquet", e))?;
-    let Some(root) = builder
-        .schema()
-        .fields()
-        .iter()
-        .position(|f| f.name() == name)
-    else {
-        return Err(Error::field(path, "schema", name, "column is missing"));
-    };
-    let in_file = builder.metadata().file_metadata().num_rows();
+/// [`read_vectors`] handing each reader batch's rows (row-major, in row order) to `sink`
+/// instead of collecting them: for a writer of the column elsewhere, which then never holds
+/// more than one batch.
+pub fn stream_vectors(
+    path: &Path,
+    name: &str,
+    dim: usize,
+    rows: usize,
+    sink: impl FnMut(&[f32]) -> Result<()>,
+) -> Result<()> {
+    guarded(path, || {
+        stream_vectors_unguarded(path, name, dim, rows, sink)
+    })
+}
+
+fn stream_vectors_unguarded(
+    path: &Path,
+    name: &str,
+    dim: usize,
+    rows: usize,
+    mut sink: impl FnMut(&[f32]) -> Result<()>,
+) -> Result<()> {
+    let (reader, meta) = stream_columns(path, &[name])?;
+    let in_file = meta.file_metadata().num_rows();
     if usize::try_from(in_file).ok() != Some(rows) {
         return Err(Error::field(
             path,
@@ -255,23 +270,9 @@ fn read_vectors_unguarded(path: &Path, name: &str, dim: usize, rows: usize) -> R
             format!("the file has {in_file} rows, expected {rows}"),
         ));
     }
-    let mask = ProjectionMask::roots(builder.parquet_schema(), [root]);
-    let reader = builder
-        .with_projection(mask)
-        .with_batch_size(BATCH_ROWS)
-        .build()
-        .map_err(|e| Error::malformed(path, "parquet", e))?;
-    let mut out = Vec::with_capacity(rows.saturating_mul(dim));
-    let mut seen = 0usize;
-    for batch in reader {
-        let batch = batch.map_err(|e| Error::malformed(path, "parquet", e))?;
-        let cols = Columns {
-            path,
-            batch: &batch,
-        };
-        cols.append_vectors(name, dim, seen, &mut out)?;
-        seen += batch.num_rows();
-    }
+    let seen = each_batch(path, reader, |cols, first| {
+        sink(cols.batch_vectors(name, dim, first)?)
+    })?;
     if seen != rows {
         return Err(Error::malformed(
             path,
@@ -279,7 +280,149 @@ fn read_vectors_unguarded(path: &Path, name: &str, dim: usize, rows: usize) -> R
             "the file's row count is not what its metadata says",
         ));
     }
+    Ok(())
+}
+
+/// A `list<uint32>` column read flat: each row's end in `values` (`ends[i]` is where row `i`
+/// ends; row 0 starts at 0) and every row's items, in row order.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FlatLists {
+    /// Where each row ends in `values`.
+    pub ends: Vec<usize>,
+    /// The items of every row, concatenated.
+    pub values: Vec<u32>,
+}
+
+/// Streams the `list<uint32>` columns `names` of `path` into one [`FlatLists`] each, a reader
+/// batch of rows at a time: the peak is the result and one batch, rather than the columns
+/// decoded whole (with the decoder's two 16-bit levels per item beside them) and then copied.
+/// A million-chunk export's BM25 postings are 26 million items per column: 0.2 GB held instead
+/// of some 0.8 GB while they were read. A null row or item, a missing column or a decoder
+/// failure is an error naming the file, the column and the row.
+pub fn read_u32_lists<const N: usize>(path: &Path, names: [&str; N]) -> Result<[FlatLists; N]> {
+    guarded(path, || read_u32_lists_unguarded(path, names))
+}
+
+fn read_u32_lists_unguarded<const N: usize>(
+    path: &Path,
+    names: [&str; N],
+) -> Result<[FlatLists; N]> {
+    let (reader, meta) = stream_columns(path, &names)?;
+    // the items each column holds, from the footer, so every buffer is allocated once at its
+    // size (a leaf's value count is its items plus one per empty or null row: an upper bound)
+    let schema = meta.file_metadata().schema_descr();
+    let items = |name: &str| -> usize {
+        let Some(leaf) = (0..schema.num_columns())
+            .find(|&c| schema.column(c).path().parts().first().map(String::as_str) == Some(name))
+        else {
+            return 0;
+        };
+        meta.row_groups()
+            .iter()
+            .map(|g| usize::try_from(g.column(leaf).num_values()).unwrap_or(0))
+            .sum()
+    };
+    let rows = usize::try_from(meta.file_metadata().num_rows()).unwrap_or(0);
+    let mut out: [FlatLists; N] = std::array::from_fn(|i| FlatLists {
+        ends: Vec::with_capacity(rows),
+        values: Vec::with_capacity(items(names[i])),
+    });
+    each_batch(path, reader, |cols, first| {
+        for (name, lists) in names.iter().zip(out.iter_mut()) {
+            cols.append_u32_lists(name, first, lists)?;
+        }
+        Ok(())
+    })?;
     Ok(out)
+}
+
+/// Streams the `list<uint32>` column `name` of `path` to `row`, one row (its index and items)
+/// at a time in row order, a reader batch of rows decoded at once: for a check of a column
+/// against what it should hold, which then never holds the column. A null row or item, a
+/// missing column, a decoder failure or an error of `row` ends the walk.
+pub fn for_each_u32_list(
+    path: &Path,
+    name: &str,
+    row: impl FnMut(usize, &[u32]) -> Result<()>,
+) -> Result<()> {
+    guarded(path, || for_each_u32_list_unguarded(path, name, row))
+}
+
+fn for_each_u32_list_unguarded(
+    path: &Path,
+    name: &str,
+    mut row: impl FnMut(usize, &[u32]) -> Result<()>,
+) -> Result<()> {
+    let (reader, _) = stream_columns(path, &[name])?;
+    let mut lists = FlatLists::default();
+    each_batch(path, reader, |cols, first| {
+        lists.ends.clear();
+        lists.values.clear();
+        cols.append_u32_lists(name, first, &mut lists)?;
+        let mut start = 0;
+        for (i, &end) in lists.ends.iter().enumerate() {
+            row(first + i, &lists.values[start..end])?;
+            start = end;
+        }
+        Ok(())
+    })?;
+    Ok(())
+}
+
+/// Hands each batch of `reader` (over `path`) to `f` with the index of its first row; the rows
+/// seen in all.
+fn each_batch(
+    path: &Path,
+    reader: parquet::arrow::arrow_reader::ParquetRecordBatchReader,
+    mut f: impl FnMut(&Columns<'_>, usize) -> Result<()>,
+) -> Result<usize> {
+    let mut seen = 0usize;
+    for batch in reader {
+        let batch = batch.map_err(|e| Error::malformed(path, "parquet", e))?;
+        f(
+            &Columns {
+                path,
+                batch: &batch,
+            },
+            seen,
+        )?;
+        seen += batch.num_rows();
+    }
+    Ok(seen)
+}
+
+/// Rows a streaming reader ([`stream_vectors`], [`read_u32_lists`], [`for_each_u32_list`])
+/// decodes at once.
+const STREAM_ROWS: usize = 1 << 14;
+
+/// A reader of the top-level columns `names` of `path`, [`STREAM_ROWS`] rows a batch, with the
+/// file's metadata: a name the file lacks is an error naming it.
+fn stream_columns(
+    path: &Path,
+    names: &[&str],
+) -> Result<(
+    parquet::arrow::arrow_reader::ParquetRecordBatchReader,
+    Arc<parquet::file::metadata::ParquetMetaData>,
+)> {
+    let file = crate::presence::open_file(path)?;
+    let builder = ParquetRecordBatchReaderBuilder::try_new(file)
+        .map_err(|e| Error::malformed(path, "parquet", e))?;
+    let fields = builder.schema().fields().clone();
+    let mut roots = Vec::with_capacity(names.len());
+    for name in names {
+        match fields.iter().position(|f| f.name() == name) {
+            Some(root) => roots.push(root),
+            None => return Err(Error::field(path, "schema", *name, "column is missing")),
+        }
+    }
+    let meta = builder.metadata().clone();
+    let mask = ProjectionMask::roots(builder.parquet_schema(), roots);
+    let reader = builder
+        .with_projection(mask)
+        .with_batch_size(STREAM_ROWS)
+        .build()
+        .map_err(|e| Error::malformed(path, "parquet", e))?;
+    Ok((reader, meta))
 }
 
 /// A batch reader that ignores the writer's Arrow schema hint: strings are read as `utf8`
@@ -465,20 +608,12 @@ impl<'a> Columns<'a> {
 
     /// A fixed-size f32 list column, flattened row-major, with its width checked.
     pub fn vectors(&self, name: &str, dim: usize) -> Result<Vec<f32>> {
-        let mut out = Vec::new();
-        self.append_vectors(name, dim, 0, &mut out)?;
-        Ok(out)
+        Ok(self.batch_vectors(name, dim, 0)?.to_vec())
     }
 
-    /// Appends the `fixed_size_list<float32>` column `name` of width `dim` to `out` (rows are
+    /// The `fixed_size_list<float32>` column `name` of width `dim`, row-major (rows are
     /// numbered from `first_row` in errors).
-    fn append_vectors(
-        &self,
-        name: &str,
-        dim: usize,
-        first_row: usize,
-        out: &mut Vec<f32>,
-    ) -> Result<()> {
+    fn batch_vectors(&self, name: &str, dim: usize, first_row: usize) -> Result<&'a [f32]> {
         let a = self.typed::<FixedSizeListArray>(name, "fixed_size_list<float32>")?;
         if a.value_length() as usize != dim {
             return Err(Error::Dimension {
@@ -505,11 +640,35 @@ impl<'a> Columns<'a> {
         if v.null_count() > 0 {
             return Err(Error::field(self.path, "column", name, "holds null floats"));
         }
-        let floats = v
-            .values()
+        v.values()
             .get(..a.len() * dim)
-            .ok_or_else(|| Error::field(self.path, "column", name, "is shorter than its rows"))?;
-        out.extend_from_slice(floats);
+            .ok_or_else(|| Error::field(self.path, "column", name, "is shorter than its rows"))
+    }
+
+    /// Appends the `list<uint32>` column `name` to `out` (rows are numbered from `first_row` in
+    /// errors): a null row or a null item is an error.
+    fn append_u32_lists(&self, name: &str, first_row: usize, out: &mut FlatLists) -> Result<()> {
+        let a = self.typed::<ListArray>(name, "list<uint32>")?;
+        let row = |i: usize| format!("row {}", first_row + i);
+        if let Some(i) = (0..a.len()).find(|&i| a.is_null(i)) {
+            return Err(Error::field(self.path, row(i), name, "is null"));
+        }
+        let child = a
+            .values()
+            .as_any()
+            .downcast_ref::<UInt32Array>()
+            .ok_or_else(|| Error::field(self.path, "schema", name, "expected list<uint32>"))?;
+        let offsets = a.value_offsets();
+        let (first, last) = (offsets[0] as usize, offsets[a.len()] as usize);
+        if child.null_count() > 0 {
+            if let Some(i) = (0..a.len()).find(|&i| a.value(i).null_count() > 0) {
+                return Err(Error::field(self.path, row(i), name, "holds null items"));
+            }
+        }
+        let base = out.values.len();
+        out.ends
+            .extend(offsets[1..].iter().map(|&o| base + o as usize - first));
+        out.values.extend_from_slice(&child.values()[first..last]);
         Ok(())
     }
 
@@ -559,36 +718,6 @@ impl<'a> Columns<'a> {
                 Ok(s.values().to_vec())
             })
             .collect()
-    }
-
-    /// A `list<u32>` column as one flat buffer: `(ends, values)`, row `i` being
-    /// `values[ends[i - 1]..ends[i]]` (`ends[-1]` = 0). The same checks as
-    /// [`Columns::u32_lists`], without a vector per row (a million-chunk corpus's postings are
-    /// some 10^8 numbers).
-    pub fn u32_lists_flat(&self, name: &str) -> Result<(Vec<usize>, Vec<u32>)> {
-        let a = self.typed::<ListArray>(name, "list<uint32>")?;
-        if let Some(i) = (0..a.len()).find(|&i| a.is_null(i)) {
-            return Err(Error::field(self.path, format!("row {i}"), name, "is null"));
-        }
-        let child = a
-            .values()
-            .as_any()
-            .downcast_ref::<UInt32Array>()
-            .ok_or_else(|| Error::field(self.path, "schema", name, "expected list<uint32>"))?;
-        let offsets = a.value_offsets();
-        let (first, last) = (offsets[0] as usize, offsets[a.len()] as usize);
-        if child.null_count() > 0 {
-            if let Some(i) = (0..a.len()).find(|&i| a.value(i).null_count() > 0) {
-                return Err(Error::field(
-                    self.path,
-                    format!("row {i}"),
-                    name,
-                    "holds null items",
-                ));
-            }
-        }
-        let ends = offsets[1..].iter().map(|&o| o as usize - first).collect();
-        Ok((ends, child.values()[first..last].to_vec()))
     }
 
     /// Number of rows.
@@ -683,6 +812,104 @@ pub fn u32_lists_flat(offsets: &[u32], values: &[u32]) -> ArrayRef {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn list_columns_stream_in_as_the_whole_file_decodes_them() {
+        // rows across reader batches and row groups, with empty rows among them
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("l.parquet");
+        let row = |i: usize, salt: u32| -> Vec<u32> {
+            (0..(i % 7) as u32)
+                .map(|k| i as u32 * 11 + k + salt)
+                .collect()
+        };
+        for rows in [0, 1, 16_384, 16_385, 50_003] {
+            with_group_rows(20_000, || {
+                write_in_groups(&path, rows, |r| {
+                    let a: Vec<Vec<u32>> = r.clone().map(|i| row(i, 0)).collect();
+                    let b: Vec<Vec<u32>> = r.map(|i| row(i, 5)).collect();
+                    Ok(vec![("a", u32_lists(&a)), ("b", u32_lists(&b))])
+                })
+            })
+            .unwrap();
+            let [a, b] = read_u32_lists(&path, ["a", "b"]).unwrap();
+            let table = Table::read(&path).unwrap();
+            // row by row, the same rows
+            let mut walked: Vec<Vec<u32>> = Vec::new();
+            for_each_u32_list(&path, "b", |i, items| {
+                assert_eq!(i, walked.len());
+                walked.push(items.to_vec());
+                Ok(())
+            })
+            .unwrap();
+            assert_eq!(walked, table.columns().u32_lists("b").unwrap());
+            for (name, flat) in [("a", a), ("b", b)] {
+                let whole = table.columns().u32_lists(name).unwrap();
+                let mut ends = Vec::new();
+                for r in &whole {
+                    ends.push(ends.last().copied().unwrap_or(0) + r.len());
+                }
+                assert_eq!(flat.ends, ends, "{rows} rows, column {name}");
+                assert_eq!(flat.values, whole.concat(), "{rows} rows, column {name}");
+                // allocated once, from the footer: one slot over per empty row at most
+                let empty = whole.iter().filter(|r| r.is_empty()).count();
+                let spare = flat.values.capacity() - flat.values.len();
+                assert!(spare <= empty, "{rows} rows: {spare} spare slots");
+            }
+        }
+        // a missing column, a null row and a null item are refused, naming the row
+        let err = read_u32_lists(&path, ["a", "c"]).unwrap_err().to_string();
+        assert!(err.contains("`c`") && err.contains("missing"), "{err}");
+        let mut b = ListBuilder::new(UInt32Builder::new());
+        for i in 0..20_000u32 {
+            match i {
+                17_000 => b.append(false),
+                _ => {
+                    b.values().append_value(i);
+                    b.append(true)
+                }
+            }
+        }
+        write(&path, vec![("a", Arc::new(b.finish()) as ArrayRef)]).unwrap();
+        let err = read_u32_lists(&path, ["a"]).unwrap_err().to_string();
+        assert!(
+            err.contains("row 17000") && err.contains("is null"),
+            "{err}"
+        );
+        let err = for_each_u32_list(&path, "a", |_, _| Ok(()))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("row 17000") && err.contains("is null"),
+            "{err}"
+        );
+        // the walk stops at the visitor's first error
+        let mut visited = 0;
+        let err = for_each_u32_list(&path, "a", |i, _| {
+            visited += 1;
+            match i {
+                3 => Err(Error::field(&path, "row 3", "a", "not wanted")),
+                _ => Ok(()),
+            }
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("not wanted") && visited == 4, "{err}");
+        let mut b = ListBuilder::new(UInt32Builder::new());
+        for i in 0..20_000u32 {
+            b.values().append_value(i);
+            if i == 19_999 {
+                b.values().append_null();
+            }
+            b.append(true);
+        }
+        write(&path, vec![("a", Arc::new(b.finish()) as ArrayRef)]).unwrap();
+        let err = read_u32_lists(&path, ["a"]).unwrap_err().to_string();
+        assert!(
+            err.contains("row 19999") && err.contains("null items"),
+            "{err}"
+        );
+    }
 
     #[test]
     fn a_file_written_in_groups_is_the_one_write_gives_up_to_a_slice_and_reads_the_same_above() {
@@ -867,43 +1094,6 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("row 17000") && e.contains("null vector"), "{e}");
-    }
-
-    #[test]
-    fn flat_lists_equal_the_lists_row_by_row() {
-        let tmp = tempfile::tempdir().unwrap();
-        let path = tmp.path().join("l.parquet");
-        let rows: Vec<Vec<u32>> = (0..500u32)
-            .map(|i| (0..(i * 7 % 5)).map(|j| i * 10 + j).collect())
-            .collect();
-        write(&path, vec![("l", u32_lists(&rows))]).unwrap();
-        let t = Table::read(&path).unwrap();
-        let (ends, values) = t.columns().u32_lists_flat("l").unwrap();
-        let mut start = 0;
-        let rebuilt: Vec<Vec<u32>> = ends
-            .iter()
-            .map(|&end| {
-                let row = values[start..end].to_vec();
-                start = end;
-                row
-            })
-            .collect();
-        assert_eq!(rebuilt, t.columns().u32_lists("l").unwrap());
-        assert_eq!(rebuilt, rows);
-        // a null row is an error naming it, as for the row-by-row reader
-        let path = tmp.path().join("null.parquet");
-        let mut b = ListBuilder::new(UInt32Builder::new());
-        b.values().append_slice(&[1, 2]);
-        b.append(true);
-        b.append(false);
-        write(&path, vec![("l", Arc::new(b.finish()))]).unwrap();
-        let e = Table::read(&path)
-            .unwrap()
-            .columns()
-            .u32_lists_flat("l")
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("row 1") && e.contains("is null"), "{e}");
     }
 
     #[test]

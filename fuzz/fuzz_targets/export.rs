@@ -358,11 +358,15 @@ fn use_export(e: &export::Export) {
         let _ = e.query_embedding(q);
         let _ = e.subquery_vectors(q);
         let _ = e.bm25.search(&tok, &query.text, 5);
-        let _ = e.kg_index.query_seeds(&query.text);
+        if let Ok(ix) = e.kg_index() {
+            let _ = ix.query_seeds(&query.text);
+        }
     }
-    for node in 0..e.kg.nodes.len() as u32 {
-        let _ = e.kg_index.node_chunks(node);
-        let _ = e.kg_index.neighbours(node);
-        let _ = e.kg_index.node_hyperedges(node);
+    if let (Ok(kg), Ok(ix)) = (e.kg(), e.kg_index()) {
+        for node in 0..kg.nodes.len() as u32 {
+            let _ = ix.node_chunks(node);
+            let _ = ix.neighbours(node);
+            let _ = ix.node_hyperedges(node);
+        }
     }
 }

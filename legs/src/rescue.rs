@@ -275,6 +275,8 @@ impl GraphRescue {
     /// Builds the ranking (the config must be valid: see [`RescueConfig::check`]). An export
     /// whose KG has no entities still runs: the lanes find nothing and the Expander is a no-op.
     pub fn new(export: &Arc<Export>, config: RescueConfig) -> Result<Self, LegError> {
+        // the graph is read (and checked) once, here, rather than by the first query
+        export.kg()?;
         Ok(GraphRescue {
             hybrid: config.first.hybrid(export)?,
             gate: Gate::new(&config.gate),
@@ -292,10 +294,10 @@ impl GraphRescue {
     /// not answer).
     pub fn retrieve_full(&self, q: &QueryInput<'_>) -> Result<RescueOutput, LegError> {
         let cfg = &self.config;
-        let kg = &self.export.kg;
+        let (kg, index) = (self.export.kg()?, self.export.kg_index()?);
         let first = self.hybrid.base(q)?;
         let (base, dense, bm25) = (first.fused, first.dense, first.bm25);
-        let qs = query_seeds(kg, &self.export.kg_index, q.text);
+        let qs = query_seeds(kg, index, q.text);
         let gate = self.gate.decide(q.text, qs.len(), &dense, &bm25);
         let tail = cfg.tail;
         if !gate.fire {
@@ -313,7 +315,7 @@ impl GraphRescue {
         let seeds = graph_seeds(&qs, &base, &kg.chunk_nodes, &cfg.seeds);
         let graph = ExportGraph {
             kg,
-            index: &self.export.kg_index,
+            index,
             num_chunks: self.export.chunks.len(),
         };
         let lane_k = cfg.lane_cap.lane_k;
@@ -603,7 +605,7 @@ mod tests {
                 assert_eq!(d["gate_fired"], 1.0);
             }
         }
-        if export.kg.nodes.is_empty() {
+        if export.kg().unwrap().nodes.is_empty() {
             // the export carries no KG yet: the lanes have nothing to walk
             eprintln!("note: synthetic export has no KG; rescue tail not exercised");
         } else {
@@ -617,8 +619,7 @@ mod tests {
             || Ok(hopbench_datasets::synthetic::generate(&Default::default())),
             64,
         );
-        e.kg = Default::default();
-        e.kg_index = Default::default();
+        e.replace_kg(Default::default());
         let export = Arc::new(e);
         let hybrid = FirstStage::default().hybrid(&export).unwrap();
         let leg = GraphRescue::new(&export, mode_config(GraphMode::Force)).unwrap();
@@ -683,9 +684,9 @@ mod tests {
         eprintln!(
             "chunks {} nodes {} edges {} hyperedges {}",
             export.chunks.len(),
-            export.kg.nodes.len(),
-            export.kg.edges.len(),
-            export.kg.hyperedges.len()
+            export.kg().unwrap().nodes.len(),
+            export.kg().unwrap().edges.len(),
+            export.kg().unwrap().hyperedges.len()
         );
         let texts: Vec<String> = (0..200)
             .map(|i| {
@@ -821,7 +822,7 @@ mod tests {
             eprintln!(
                 "{name}: {n} queries, {} chunks, {} entities; reasons {counts:?}; rescued gold {rescued_gold}",
                 export.chunks.len(),
-                export.kg.nodes.len()
+                export.kg().unwrap().nodes.len()
             );
             eprintln!("  top-1 cosine min/q1/median/q3/max {:.3?}", q4(&conf));
             eprintln!("  agreement     min/q1/median/q3/max {:.3?}", q4(&agree));

@@ -445,23 +445,29 @@ fn read_hyperedges(
 }
 
 /// The denormalised corpus columns (`kg_reach`, `kg_community`, `kg_node_centrality`) must be
-/// what the graph `kg` implies: they are what the seed's consumers read per candidate, so a
+/// what the graph `kg` implies (`kg_reach` is read from `corpus`'s file, whether or not
+/// `corpus` holds it): they are what the seed's consumers read per candidate, so a
 /// disagreement would make them score another graph than the one loaded.
 fn check_denormalised(corpus: &Columns<'_>, kg: &KnowledgeGraph) -> Result<()> {
     let num_chunks = corpus.rows();
     let cpath = corpus.path;
-    let reach = corpus.u32_lists("kg_reach")?;
-    if let Some(c) = (0..num_chunks).find(|&c| reach[c] != kg.chunk_reach[c]) {
-        return Err(err(
+    // streamed from the file, a batch of rows at a time: at a million chunks the column is
+    // some 10^8 numbers, and the graph's own lists are already held
+    pq::for_each_u32_list(cpath, "kg_reach", |c, reach| match kg.chunk_reach.get(c) {
+        Some(want) if want.as_slice() == reach => Ok(()),
+        want => Err(err(
             cpath,
             c,
             "kg_reach",
-            format!(
-                "is {:?}, but the edges in {} give {:?}",
-                reach[c], KG_FILES[2], kg.chunk_reach[c]
-            ),
-        ));
-    }
+            match want {
+                Some(want) => format!(
+                    "is {reach:?}, but the edges in {} give {want:?}",
+                    KG_FILES[2]
+                ),
+                None => format!("is a row past the corpus's {num_chunks} chunks"),
+            },
+        )),
+    })?;
     let community = corpus.opt_u32s("kg_community")?;
     if let Some(c) = (0..num_chunks).find(|&c| community[c] != kg.chunk_community(c as u32)) {
         return Err(err(

@@ -42,7 +42,7 @@
 //! chunk has a header (the text-alone ablation).
 //!
 //! The knowledge graph ([`crate::enrich`]) is built over `(title, header + text)` of the sorted
-//! chunks; [`load`] reads it back through [`crate::enrich::read_kg`], which validates every file
+//! chunks; [`Export::kg`] reads it back through [`crate::enrich::read_kg`], which validates every file
 //! and checks that the corpus's denormalised `kg_*` columns are what the graph files imply.
 //!
 //! Sub-query vectors ([`subquery_texts`]) embed the *published* decomposition with each `#k`
@@ -70,6 +70,7 @@ mod build;
 mod extend;
 mod head;
 mod identity;
+mod mapped;
 mod on_demand;
 mod parts;
 mod read;
@@ -92,6 +93,7 @@ use on_demand::OnDemand;
 pub use build::{subquery_ids, subquery_texts};
 pub use head::{read_head, ExportHead, QueryHead};
 pub use identity::{planned_manifest, read_manifest};
+pub use mapped::{mapped_path, MappedVectors};
 pub use parts::{Part, Parts};
 pub use read::load;
 
@@ -341,11 +343,12 @@ impl Manifest {
     }
 }
 
-/// A loaded export: what every leg reads is in memory; the chunks' texts and vectors and the
-/// similarity graph are read from their files when first asked for ([`Export::texts`],
-/// [`Export::embeddings`], [`Export::content_embeddings`], [`Export::simgraph`]), so a run
-/// holds only what its legs use (a lexical leg over a million chunks never decodes 1.5 GB of
-/// vectors). Such a read checks the files against the manifest's hashes again first, as
+/// A loaded export: what every leg reads is in memory; the chunks' texts and vectors, the
+/// knowledge graph and the similarity graph are read from their files when first asked for
+/// ([`Export::texts`], [`Export::embeddings`], [`Export::content_embeddings`], [`Export::kg`],
+/// [`Export::simgraph`]), so a run holds only what its legs use (a lexical leg over a million
+/// chunks never decodes 1.5 GB of vectors, nor builds the alias automaton of 500,000
+/// entities). Such a read checks the files against the manifest's hashes again first, as
 /// [`load`] did: nothing read back is trusted unverified.
 #[derive(Debug)]
 pub struct Export {
@@ -374,16 +377,22 @@ pub struct Export {
     pub query_embeddings: Vec<f32>,
     /// BM25 index.
     pub bm25: Bm25Index,
-    /// The knowledge graph (empty where enrichment found no entities).
-    pub kg: KnowledgeGraph,
-    /// Its query-time indices.
-    pub kg_index: KgIndex,
+    /// The knowledge graph (empty where enrichment found no entities) with its query-time
+    /// indices (read on demand: only the graph legs and the packer read them).
+    kg: OnDemand<Graph>,
     /// The chunk similarity graph (kNN over the embeddings, with communities; read on demand).
     simgraph: OnDemand<SimGraph>,
     /// Per query: its decomposition's sub-question vectors, flattened (`dim` each, in hop
     /// order; see [`subquery_texts`]), `None` without a decomposition (read on demand: only
     /// the legs that run a decomposition as a task read them).
     subquery_embeddings: OnDemand<Vec<Option<Vec<f32>>>>,
+}
+
+/// The knowledge graph and the indices built from it, read together.
+#[derive(Debug)]
+struct Graph {
+    kg: KnowledgeGraph,
+    index: KgIndex,
 }
 
 impl Export {
@@ -404,10 +413,43 @@ impl Export {
             .map(Vec::as_slice)
     }
 
+    /// The corpus's vector column `column` (`embedding` or `embedding_content`) as a mapped
+    /// file, written beside the shards from the corpus on first use and checked against its
+    /// hash on every open ([`MappedVectors`]): for a reader of a few rows per query, which
+    /// then holds those pages rather than the column.
+    pub fn mapped_vectors(&self, column: &str) -> Result<MappedVectors> {
+        mapped::open_or_write(self, column)
+    }
+
     /// The optional parts the export has (its manifest was checked to list whole parts when
     /// it was loaded).
     pub fn parts(&self) -> Parts {
         self.manifest.parts().unwrap_or(Parts::NONE)
+    }
+
+    /// The knowledge graph (empty where enrichment found no entities): read from its files and
+    /// the corpus's `kg_*` columns (hashes checked first, then every file against the others
+    /// through [`enrich::read_kg`]) on the first call, the same graph after. A read that failed
+    /// fails again, with the same error.
+    pub fn kg(&self) -> Result<&KnowledgeGraph> {
+        self.graph().map(|g| &g.kg)
+    }
+
+    /// The knowledge graph's query-time indices (the alias automaton, node -> chunks, the
+    /// adjacency), built when [`Export::kg`] is first read.
+    pub fn kg_index(&self) -> Result<&KgIndex> {
+        self.graph().map(|g| &g.index)
+    }
+
+    fn graph(&self) -> Result<&Graph> {
+        self.kg.get_or_read(|| read::kg(self))
+    }
+
+    /// Puts `kg` in place of the export's knowledge graph, its indices built anew: an export
+    /// assembled in memory for a study of the graph's effect (the lanes over no entities).
+    pub fn replace_kg(&mut self, kg: KnowledgeGraph) {
+        let index = KgIndex::new(&kg, self.chunks.len());
+        self.kg = OnDemand::ready(Graph { kg, index });
     }
 
     /// The chunk similarity graph (kNN over the embeddings, with communities): read from its
@@ -440,6 +482,7 @@ impl Export {
         self.texts()?;
         self.embeddings()?;
         self.content_embeddings()?;
+        self.kg()?;
         self.subquery_embeddings()?;
         if self.parts().has(Part::SimGraph) {
             self.simgraph()?;

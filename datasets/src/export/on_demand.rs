@@ -21,6 +21,13 @@ impl<T> OnDemand<T> {
         }
     }
 
+    /// Already read: `value`.
+    pub(crate) fn ready(value: T) -> Self {
+        OnDemand {
+            cell: OnceLock::from(Ok(value)),
+        }
+    }
+
     /// The part, read by `read` on the first call.
     pub(crate) fn get_or_read(&self, read: impl FnOnce() -> Result<T>) -> Result<&T> {
         match self.cell.get_or_init(|| read().map_err(Arc::new)) {

@@ -1,10 +1,10 @@
 //! An export directory -> [`Export`]: every file checked against the manifest's hashes, then
 //! read through validating readers whose errors name the file, the row and the column.
 //!
-//! What every leg reads (ids, documents, token counts, spans, the knowledge graph, the BM25
-//! index, the queries) is decoded here; the chunks' texts and vectors, the similarity graph and
-//! the sub-question vectors are not: [`texts`], [`vectors`], [`simgraph`] and [`subqueries`]
-//! read them on a leg's first request, checking their files' hashes again first. Vectors are streamed into one contiguous buffer,
+//! What every leg reads (ids, documents, token counts, spans, the BM25 index, the queries) is
+//! decoded here; the chunks' texts and vectors, the knowledge graph, the similarity graph and
+//! the sub-question vectors are not: [`texts`], [`vectors`], [`kg`], [`simgraph`] and
+//! [`subqueries`] read them on a leg's first request, checking their files' hashes again first. Vectors are streamed into one contiguous buffer,
 //! never decoded whole and copied.
 
 use std::collections::{BTreeSet, HashMap};
@@ -16,9 +16,9 @@ use serde::de::DeserializeOwned;
 use super::identity::{read_manifest, verify};
 use super::on_demand::OnDemand;
 use super::{
-    Bm25Stats, Chunk, ChunkText, Export, Manifest, Part, Parts, QueryRecord, EXPORT_VERSION,
+    Bm25Stats, Chunk, ChunkText, Export, Graph, Manifest, Part, Parts, QueryRecord, EXPORT_VERSION,
 };
-use crate::enrich::{self, KgIndex, KnowledgeGraph};
+use crate::enrich::{self, KgIndex};
 use crate::error::{Error, Result};
 use crate::lexical::{Bm25Index, Bm25Parts, Tokenizer};
 use crate::model::{Span, SubQuestion};
@@ -27,10 +27,24 @@ use crate::simgraph::{SimGraph, SIMGRAPH_FILES};
 
 /// The corpus columns [`texts`] reads.
 const TEXT_COLUMNS: [&str; 3] = ["title", "text", "context_header"];
-/// The corpus columns [`load`] does not decode: the bodies, the headers and the vectors
-/// (`embedding_content` only where some chunk has a header). It decodes the titles for the
-/// knowledge graph's checks (every node is some chunk's title) and drops them.
-const ON_DEMAND: [&str; 4] = ["text", "context_header", "embedding", "embedding_content"];
+/// The corpus columns [`kg`] decodes: the titles (every node is some chunk's title) and the
+/// graph's denormalised columns, checked against the graph files; and [`KG_STREAMED`], which
+/// it streams (checked row by row against what the graph implies, never held).
+const KG_COLUMNS: [&str; 4] = ["title", "kg_node_ids", "kg_community", "kg_node_centrality"];
+const KG_STREAMED: &str = "kg_reach";
+/// The corpus columns [`load`] does not decode: the texts, the vectors (`embedding_content`
+/// only where some chunk has a header) and the knowledge graph's.
+const ON_DEMAND: [&str; 9] = [
+    "text",
+    "context_header",
+    "embedding",
+    "embedding_content",
+    KG_COLUMNS[0],
+    KG_COLUMNS[1],
+    KG_COLUMNS[2],
+    KG_COLUMNS[3],
+    KG_STREAMED,
+];
 
 /// Loads the export in `dir`, checking every file against the manifest's hashes.
 pub fn load(dir: &Path) -> Result<Export> {
@@ -39,7 +53,6 @@ pub fn load(dir: &Path) -> Result<Export> {
     let corpus = read_corpus(dir)?;
     let queries = read_queries(dir, &manifest, &corpus.ids)?;
     let bm25 = read_bm25(dir, corpus.chunks.len())?;
-    let kg_index = KgIndex::new(&corpus.kg, corpus.ids.len());
     let export = Export {
         dir: dir.to_path_buf(),
         manifest,
@@ -53,8 +66,7 @@ pub fn load(dir: &Path) -> Result<Export> {
         queries: queries.records,
         query_embeddings: queries.embeddings,
         bm25,
-        kg_index,
-        kg: corpus.kg,
+        kg: OnDemand::new(),
         simgraph: OnDemand::new(),
         subquery_embeddings: OnDemand::new(),
     };
@@ -115,8 +127,6 @@ struct Corpus {
     chunks: Vec<Chunk>,
     /// Document names by document index.
     docs: Vec<String>,
-    /// The knowledge graph, checked against the corpus.
-    kg: KnowledgeGraph,
     /// Whether the corpus has content-only vectors (`embedding_content`).
     has_content_embeddings: bool,
 }
@@ -127,7 +137,11 @@ struct Corpus {
 fn read_corpus(dir: &Path) -> Result<Corpus> {
     let path = dir.join("corpus.parquet");
     let schema = pq::column_names(&path)?;
-    for required in ["title", "text", "context_header", "embedding"] {
+    for required in ["title", "text", "context_header", "embedding"]
+        .into_iter()
+        .chain(KG_COLUMNS)
+        .chain([KG_STREAMED])
+    {
         if !schema.iter().any(|c| c == required) {
             return Err(Error::field(&path, "schema", required, "column is missing"));
         }
@@ -152,7 +166,6 @@ fn read_corpus(dir: &Path) -> Result<Corpus> {
     let doc_ids = cols.opt_strings("doc_id")?;
     let spans = read_spans(&path, &cols, &ids, &doc_ids)?;
     let tokens = cols.u32s("token_count")?;
-    let kg = enrich::read_kg(dir, &cols)?;
     let doc_set: BTreeSet<&str> = doc_ids.iter().flatten().map(String::as_str).collect();
     let docs: Vec<String> = doc_set.iter().map(|s| s.to_string()).collect();
     let doc_index: HashMap<&str, u32> = docs
@@ -172,7 +185,6 @@ fn read_corpus(dir: &Path) -> Result<Corpus> {
         ids,
         chunks,
         docs,
-        kg,
         has_content_embeddings,
     })
 }
@@ -423,12 +435,17 @@ fn read_bm25(dir: &Path, chunks: usize) -> Result<Bm25Index> {
         ));
     }
     let path = dir.join("bm25-postings.parquet");
-    let table = pq::Table::read(&path)?;
-    let cols = table.columns();
-    let terms = cols.strings("term")?;
-    let (ends_c, post_chunk) = cols.u32_lists_flat("chunks")?;
-    let (ends_t, post_tf) = cols.u32_lists_flat("tfs")?;
-    if let Some(row) = ends_c.iter().zip(&ends_t).position(|(c, t)| c != t) {
+    let terms = pq::Table::read_columns(&path, &["term"])?
+        .columns()
+        .strings("term")?;
+    // the postings stream in: at a million chunks each column is 26 million items
+    let [chunks_of, tfs_of] = pq::read_u32_lists(&path, ["chunks", "tfs"])?;
+    if let Some(row) = chunks_of
+        .ends
+        .iter()
+        .zip(&tfs_of.ends)
+        .position(|(c, t)| c != t)
+    {
         return Err(Error::field(
             &path,
             format!("row {row}"),
@@ -436,9 +453,17 @@ fn read_bm25(dir: &Path, chunks: usize) -> Result<Bm25Index> {
             "length differs from `chunks`",
         ));
     }
+    if terms.len() != chunks_of.ends.len() {
+        return Err(Error::malformed(
+            &path,
+            "parquet",
+            "the file's row count is not what its metadata says",
+        ));
+    }
     let offsets = std::iter::once(0)
-        .chain(ends_c.iter().map(|&e| e as u32))
+        .chain(chunks_of.ends.iter().map(|&e| e as u32))
         .collect();
+    let (post_chunk, post_tf) = (chunks_of.values, tfs_of.values);
     let parts = Bm25Parts {
         params: stats.params,
         doc_len: stats.doc_len,
@@ -451,24 +476,28 @@ fn read_bm25(dir: &Path, chunks: usize) -> Result<Bm25Index> {
         .map_err(|e| Error::field(&path, "postings", "chunks", e.to_string()))
 }
 
-/// The chunks' texts of `export`, from its corpus file (checked against its hash first).
-pub(super) fn texts(export: &Export) -> Result<Vec<ChunkText>> {
+/// The corpus columns `names` of `export`, decoded whole after the file is checked against its
+/// hash: as many rows as the export has chunks, or an error naming the first column.
+fn corpus_columns(export: &Export, names: &[&str]) -> Result<pq::Table> {
     verify(&export.dir, &export.manifest, "corpus.parquet")?;
     let path = export.dir.join("corpus.parquet");
-    let table = pq::Table::read_columns(&path, &TEXT_COLUMNS)?;
-    let cols = table.columns();
-    if cols.rows() != export.chunks.len() {
+    let table = pq::Table::read_columns(&path, names)?;
+    let rows = table.columns().rows();
+    if rows != export.chunks.len() {
         return Err(Error::field(
             &path,
             "schema",
-            "text",
-            format!(
-                "has {} rows, the export {} chunks",
-                cols.rows(),
-                export.chunks.len()
-            ),
+            names[0],
+            format!("has {rows} rows, the export {} chunks", export.chunks.len()),
         ));
     }
+    Ok(table)
+}
+
+/// The chunks' texts of `export`, from its corpus file (checked against its hash first).
+pub(super) fn texts(export: &Export) -> Result<Vec<ChunkText>> {
+    let table = corpus_columns(export, &TEXT_COLUMNS)?;
+    let cols = table.columns();
     let titles = cols.strings("title")?;
     let texts = cols.strings("text")?;
     let headers = cols.opt_strings("context_header")?;
@@ -483,6 +512,22 @@ pub(super) fn texts(export: &Export) -> Result<Vec<ChunkText>> {
             joiner: export.manifest.protocol.joiner,
         })
         .collect())
+}
+
+/// The knowledge graph of `export` with its indices, from its files and the corpus's
+/// [`KG_COLUMNS`] and [`KG_STREAMED`] (all checked against their hashes first).
+pub(super) fn kg(export: &Export) -> Result<Graph> {
+    for name in enrich::KG_FILES {
+        verify(&export.dir, &export.manifest, name)?;
+    }
+    let table = corpus_columns(export, &KG_COLUMNS)?;
+    let cols = table.columns();
+    let kg = enrich::read_kg(&export.dir, &cols)?;
+    drop(table);
+    let index = KgIndex::new(&kg, export.chunks.len());
+    // the decoded columns the graph was checked against are gone: their pages go back
+    crate::memory::release_freed();
+    Ok(Graph { kg, index })
 }
 
 /// The similarity graph of `export`, from its files (checked against their hashes first).

@@ -124,19 +124,20 @@ fn round_trip_sorts_chunks_resolves_gold_and_reuses() {
         .map(|(t, x)| (t.as_str(), x.as_str()))
         .collect();
     let kg = enrich::build(&refs, &EnrichConfig::default());
-    assert_eq!(e.kg, kg);
-    assert_eq!(e.kg.nodes, vec!["Alpha", "Beta", "Gamma"]);
-    assert_eq!(e.kg.chunk_nodes, vec![vec![0, 1], vec![0, 1, 2], vec![2]]);
+    // read on the first request, not at load
+    assert!(!e.kg.is_read());
+    assert_eq!(e.kg().unwrap(), &kg);
+    assert!(e.kg.is_read());
+    let (ix, kg) = (e.kg_index().unwrap(), e.kg().unwrap());
+    assert_eq!(kg.nodes, vec!["Alpha", "Beta", "Gamma"]);
+    assert_eq!(kg.chunk_nodes, vec![vec![0, 1], vec![0, 1, 2], vec![2]]);
     // Alpha -> Beta (1.0), Beta -> Alpha (1.0), Beta -> Gamma (1.0), Alpha ~ Gamma in Beta (0.5)
-    assert_eq!(e.kg.edges, vec![(0, 1, 2.0), (0, 2, 0.5), (1, 2, 1.0)]);
-    assert_eq!(e.kg.chunk_reach, vec![vec![2], vec![], vec![0, 1]]);
-    assert_eq!(m.stats.kg, e.kg.stats());
+    assert_eq!(kg.edges, vec![(0, 1, 2.0), (0, 2, 0.5), (1, 2, 1.0)]);
+    assert_eq!(kg.chunk_reach, vec![vec![2], vec![], vec![0, 1]]);
+    assert_eq!(m.stats.kg, kg.stats());
     assert_eq!((m.stats.kg.entities, m.stats.kg.edges), (3, 3));
-    assert_eq!(
-        e.kg_index.query_seeds("Where was BETA born, alpha?"),
-        vec![1, 0]
-    );
-    assert_eq!(e.kg_index.node_chunks(2), &[1, 2]);
+    assert_eq!(ix.query_seeds("Where was BETA born, alpha?"), vec![1, 0]);
+    assert_eq!(ix.node_chunks(2), &[1, 2]);
     // unchanged inputs: reused, nothing embedded again
     let before = calls.get();
     let (m2, how) = prepare(
@@ -354,14 +355,15 @@ fn record_hash(dir: &Path, file: &str) {
 }
 
 #[test]
-fn a_malformed_knowledge_graph_is_refused_on_load() {
+fn a_malformed_knowledge_graph_is_refused_when_read() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("kg");
     tiny(&dir);
-    load(&dir).unwrap();
-    // an edge to a node that does not exist
+    load(&dir).unwrap().kg().unwrap();
+    // an edge to a node that does not exist: the legs that do not read the graph still run
     rewrite(&dir, "kg-edges.parquet", |_, _| pq::u32s(&[1, 7, 2]));
-    let err = load(&dir).unwrap_err().to_string();
+    let e = load(&dir).unwrap();
+    let err = e.kg().unwrap_err().to_string();
     assert!(
         err.contains("kg-edges.parquet") && err.contains("row 1") && err.contains("`b`"),
         "{err}"
@@ -373,7 +375,7 @@ fn a_malformed_knowledge_graph_is_refused_on_load() {
     rewrite(&dir, "corpus.parquet", |_, _| {
         pq::u32_lists(&[vec![2], vec![0], vec![0, 1]])
     });
-    let err = load(&dir).unwrap_err().to_string();
+    let err = load(&dir).unwrap().kg_index().unwrap_err().to_string();
     assert!(
         err.contains("corpus.parquet") && err.contains("row 1") && err.contains("`kg_reach`"),
         "{err}"
@@ -842,7 +844,7 @@ fn texts_and_vectors_are_read_on_demand_and_checked_first() {
     let e = load(&dir).unwrap();
     // load decoded none of them
     assert!(!e.texts.is_read() && !e.embeddings.is_read() && !e.content_embeddings.is_read());
-    assert!(!e.simgraph.is_read() && !e.subquery_embeddings.is_read());
+    assert!(!e.simgraph.is_read() && !e.subquery_embeddings.is_read() && !e.kg.is_read());
     assert_eq!(e.simgraph().unwrap(), &SimGraph::read(&dir, 3).unwrap());
     assert!(e.has_content_embeddings());
     // on demand, each is what the whole-file reader decodes
@@ -893,6 +895,12 @@ fn texts_and_vectors_are_read_on_demand_and_checked_first() {
     assert_eq!(later.embeddings().unwrap_err().to_string(), err);
     assert!(later.content_embeddings().is_err());
     assert_eq!(later.texts().unwrap().len(), 3);
+    // so is the knowledge graph, read from the corpus's `kg_*` columns too
+    assert!(later
+        .kg()
+        .unwrap_err()
+        .to_string()
+        .contains("corpus.parquet"));
     // the graph is checked against its own files
     flip(SIMGRAPH_FILES[0], |n| n - 1);
     let err = later.simgraph().unwrap_err().to_string();
@@ -909,11 +917,35 @@ fn texts_and_vectors_are_read_on_demand_and_checked_first() {
     );
     // and the export no longer loads at all
     assert!(load(&dir).is_err());
+    // a knowledge graph file changed after load is refused when the graph is read
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("k");
+    tiny(&dir);
+    let later = load(&dir).unwrap();
+    let path = dir.join(crate::enrich::KG_FILES[1]);
+    let mut bytes = std::fs::read(&path).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 1;
+    std::fs::write(&path, bytes).unwrap();
+    let err = later.kg().unwrap_err().to_string();
+    assert!(
+        err.contains(crate::enrich::KG_FILES[1]) && err.contains("blake3"),
+        "{err}"
+    );
 }
 
 #[test]
-fn an_export_without_its_text_or_vector_columns_does_not_load() {
-    for dropped in ["title", "text", "context_header", "embedding"] {
+fn an_export_without_its_text_vector_or_graph_columns_does_not_load() {
+    for dropped in [
+        "title",
+        "text",
+        "context_header",
+        "embedding",
+        "kg_node_ids",
+        "kg_reach",
+        "kg_community",
+        "kg_node_centrality",
+    ] {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("d");
         tiny(&dir);
@@ -1263,4 +1295,66 @@ fn a_bad_vector_in_a_later_slice_names_its_chunk_in_the_whole_corpus() {
         0,
         "no staging left"
     );
+}
+
+#[test]
+fn mapped_vectors_are_the_column_written_once_and_checked_on_every_open() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("exports").join("m");
+    let mut r = raw();
+    r.passages[0].header = Some("World > Gamma".into());
+    prepare_raw(&dir, r);
+    let e = load(&dir).unwrap();
+    let path = mapped_path(&dir, &e.manifest.content_hash(), "embedding");
+    assert!(path.starts_with(tmp.path().join("shards").join("m")));
+    assert!(!path.exists());
+    // written on first use: the column's rows, and nothing else left in the directory
+    let m = e.mapped_vectors("embedding").unwrap();
+    assert_eq!(m.rows().unwrap(), e.embeddings().unwrap());
+    let c = e.mapped_vectors("embedding_content").unwrap();
+    assert_eq!(Some(c.rows().unwrap()), e.content_embeddings().unwrap());
+    let listed = |d: &Path| -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(d)
+            .unwrap()
+            .map(|f| f.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    let names = listed(path.parent().unwrap());
+    assert_eq!(names.len(), 4, "{names:?}");
+    assert!(names.iter().all(|n| !n.starts_with('.')), "{names:?}");
+    // opened again, not written again
+    let written = std::fs::metadata(&path).unwrap().modified().unwrap();
+    drop(m);
+    let m = e.mapped_vectors("embedding").unwrap();
+    assert_eq!(
+        std::fs::metadata(&path).unwrap().modified().unwrap(),
+        written
+    );
+    // changed after its check: refused when its rows are asked for, naming it
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[5] ^= 1;
+    std::fs::write(&path, &bytes).unwrap();
+    let err = m.rows().unwrap_err().to_string();
+    assert!(
+        err.contains(&path.display().to_string()) && err.contains("changed after"),
+        "{err}"
+    );
+    // the next open finds it does not verify and writes it again from the corpus
+    let again = e.mapped_vectors("embedding").unwrap();
+    assert_eq!(again.rows().unwrap(), e.embeddings().unwrap());
+    // a sidecar from another export is not trusted either
+    let side = path.with_extension("json");
+    let text = std::fs::read_to_string(&side).unwrap();
+    std::fs::write(&side, text.replace(&e.manifest.content_hash(), "0000")).unwrap();
+    let again = e.mapped_vectors("embedding").unwrap();
+    assert_eq!(again.rows().unwrap(), e.embeddings().unwrap());
+    assert!(std::fs::read_to_string(&side)
+        .unwrap()
+        .contains(&e.manifest.content_hash()));
+    // a column the corpus lacks is an error naming it, and leaves nothing behind
+    let err = e.mapped_vectors("no_such").unwrap_err().to_string();
+    assert!(err.contains("no_such") && err.contains("missing"), "{err}");
+    assert_eq!(listed(path.parent().unwrap()), names);
 }

@@ -193,6 +193,13 @@ pub fn cache_source(content_hash: &str, vectors: &str, settings: HnswSettings) -
 /// (`<results>/exports/<dataset>/` gives `<results>/shards/<dataset>/<key>/`), the key the
 /// first 16 hex digits of the BLAKE3 of its [`cache_source`].
 pub fn cache_dir(export_dir: &Path, content_hash: &str, vectors: &str, s: HnswSettings) -> PathBuf {
+    let key = blake3::hash(cache_source(content_hash, vectors, s).as_bytes()).to_hex();
+    shards_root(export_dir).join(&key.as_str()[..16])
+}
+
+/// Where the shards (and other files derived from it for serving) of the export in
+/// `export_dir` (`<results>/exports/<dataset>`) lie: `<results>/shards/<dataset>`.
+pub fn shards_root(export_dir: &Path) -> PathBuf {
     let name = export_dir
         .file_name()
         .map_or_else(|| "export".into(), |n| n.to_string_lossy().into_owned());
@@ -200,6 +207,5 @@ pub fn cache_dir(export_dir: &Path, content_hash: &str, vectors: &str, s: HnswSe
         .parent()
         .and_then(|p| p.parent())
         .map_or_else(|| export_dir.join(".."), PathBuf::from);
-    let key = blake3::hash(cache_source(content_hash, vectors, s).as_bytes()).to_hex();
-    results.join("shards").join(name).join(&key.as_str()[..16])
+    results.join("shards").join(name)
 }

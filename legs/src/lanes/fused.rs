@@ -121,6 +121,8 @@ impl FusedGraph {
         lane: FusedLane,
         lane_k: usize,
     ) -> Result<Self, LegError> {
+        // the graph is read (and checked) once, here, rather than by the first query
+        export.kg()?;
         Ok(FusedGraph {
             hybrid: first.hybrid(export)?,
             export: export.clone(),
@@ -136,12 +138,12 @@ impl FusedGraph {
 
 impl Ranker for FusedGraph {
     fn retrieve(&self, q: &QueryInput<'_>) -> Result<Retrieval, LegError> {
-        let kg = &self.export.kg;
+        let (kg, index) = (self.export.kg()?, self.export.kg_index()?);
         let base = self.hybrid.base(q)?;
-        let qs = query_seeds(kg, &self.export.kg_index, q.text);
+        let qs = query_seeds(kg, index, q.text);
         let graph = ExportGraph {
             kg,
-            index: &self.export.kg_index,
+            index,
             num_chunks: self.export.chunks.len(),
         };
         let (ranked, seeds, lane_len) = fuse_lane(

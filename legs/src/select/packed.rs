@@ -84,9 +84,8 @@ impl Costs {
     fn new(export: &Export, counter: &TokenCounterSpec) -> Result<Costs, LegError> {
         let n = export.chunks.len();
         let tokens = crate::tokens::chunk_tokens(export, counter)?;
-        let raw: Vec<f32> = (0..n as u32)
-            .map(|c| export.kg.chunk_centrality(c))
-            .collect();
+        let kg = export.kg()?;
+        let raw: Vec<f32> = (0..n as u32).map(|c| kg.chunk_centrality(c)).collect();
         let max = raw.iter().copied().fold(0.0f32, f32::max);
         let centrality = raw
             .iter()
@@ -176,7 +175,7 @@ impl BudgetSelector for Packer {
         r: &Retrieval,
         budget: u64,
     ) -> Result<Selection, LegError> {
-        let kg = &export.kg;
+        let kg = export.kg()?;
         let items: Vec<PackItem<'_>> = r
             .ranked
             .iter()
@@ -241,7 +240,13 @@ impl BudgetSelector for Coe {
             .collect();
         let sel = self
             .selector
-            .select(&pool, r.hyperedges.as_deref(), &export.kg, &r.seeds, budget)
+            .select(
+                &pool,
+                r.hyperedges.as_deref(),
+                export.kg()?,
+                &r.seeds,
+                budget,
+            )
             .map_err(|e| LegError::Config {
                 leg: self.leg.clone(),
                 field: "selector".into(),

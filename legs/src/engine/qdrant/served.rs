@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
-use hopbench_datasets::export::Export;
+use hopbench_datasets::export::{Export, MappedVectors};
 use hopbench_datasets::hnsw::{self, Expected, Hit, HnswSettings, HnswShard};
 
 use super::{shard_dir, QdrantSpec};
@@ -54,7 +54,9 @@ pub fn shard_for(
     if let Some(shard) = open.get(&dir).and_then(Weak::upgrade) {
         return Ok(shard);
     }
-    let rows = vectors.rows(export)?;
+    // mapped, not read: a cached shard's open reads a few probe rows, and a build streams them
+    let map = export.mapped_vectors(vectors.column())?;
+    let rows = map.rows()?;
     let src = source(export, vectors, settings);
     let expected = Expected {
         source: &src,
@@ -84,7 +86,8 @@ pub fn shard_for(
 /// Dense search through a Qdrant HNSW shard of the export's vectors.
 pub struct QdrantDense {
     export: Arc<Export>,
-    vectors: Vectors,
+    /// The export's vectors, mapped: the hits are rescored over the rows they name.
+    map: MappedVectors,
     shard: Arc<HnswShard>,
     hnsw_ef: usize,
     oversampling: Option<f64>,
@@ -95,12 +98,12 @@ impl QdrantDense {
     /// the export has no content-only vectors.
     pub fn new(export: Arc<Export>, vectors: Vectors, spec: &QdrantSpec) -> Result<Self, LegError> {
         vectors.available_in(&export)?;
-        // the hits are scored exactly, over the export's own vectors
-        vectors.rows(&export)?;
+        // the hits are scored exactly, over the export's own vectors, mapped
+        let map = export.mapped_vectors(vectors.column())?;
         let shard = shard_for(&export, vectors, spec.build)?;
         Ok(QdrantDense {
             export,
-            vectors,
+            map,
             shard,
             hnsw_ef: spec.hnsw_ef,
             oversampling: spec.oversampling,
@@ -113,11 +116,10 @@ impl QdrantDense {
             .shard
             .search(query, k, self.hnsw_ef, self.oversampling)
             .map_err(|e| Failure::Search(Carried::new(e)))?;
-        // `new` read these vectors (to open the shard), and a part once read stays read
         let rows = self
-            .vectors
-            .rows(&self.export)
-            .expect("the vectors were read by QdrantDense::new");
+            .map
+            .rows()
+            .map_err(|e| Failure::Search(Carried::new(e)))?;
         candidates(
             &hits,
             k,
