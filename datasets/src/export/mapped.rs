@@ -7,7 +7,8 @@
 //! column), its shape and its blake3. Every open checks the sidecar against the export and the
 //! file against the sidecar's hash (read through the file, not the map, so the check leaves no
 //! pages resident); a file that does not verify is written again from the corpus, itself
-//! checked against the manifest first. A query then touches only the rows it rescores: at a
+//! checked against the manifest first. A new file is linked in only where no whole file lies,
+//! so one that another process wrote (and may have mapped) is never replaced under it. A query then touches only the rows it rescores: at a
 //! million 384-wide chunks, a few hundred kilobytes of the 1.5 GB file are resident instead of
 //! the whole column.
 //!
@@ -213,13 +214,39 @@ fn write(
     out.flush().map_err(|e| Error::io(&tmp.0, e))?;
     drop(out);
     file.sync_all().map_err(|e| Error::io(&tmp.0, e))?;
-    tmp.persist(path)?;
+    // the sidecar first: it says what any whole file under the name must hash to (the same
+    // for every writer of the same export and column)
     let side = sidecar(hasher.finalize().to_hex().to_string());
     let side_path = sidecar_path(path);
     let side_tmp = Partial::beside(&side_path);
     let text = serde_json::to_string_pretty(&side).expect("a sidecar serialises");
     fs::write(&side_tmp.0, text).map_err(|e| Error::io(&side_tmp.0, e))?;
-    side_tmp.persist(&side_path)
+    side_tmp.persist(&side_path)?;
+    // then the file, linked in only where no file is: one another process wrote meanwhile and
+    // may have mapped is never replaced under it, and a file that does not verify is removed
+    // first
+    for _ in 0..2 {
+        match fs::hard_link(&tmp.0, path) {
+            Ok(()) => return Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                if open_checked(path, |s| *s == side)?.is_some() {
+                    return Ok(());
+                }
+                match fs::remove_file(path) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(Error::io(path, e)),
+                }
+            }
+            Err(e) => return Err(Error::io(path, e)),
+        }
+    }
+    Err(Error::field(
+        path,
+        "file",
+        "contents",
+        "another process keeps writing a file under this name that does not verify",
+    ))
 }
 
 /// A file being written under a name of this process's own, removed unless it is persisted:

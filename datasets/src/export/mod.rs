@@ -42,8 +42,9 @@
 //! chunk has a header (the text-alone ablation).
 //!
 //! The knowledge graph ([`crate::enrich`]) is built over `(title, header + text)` of the sorted
-//! chunks; [`Export::kg`] reads it back through [`crate::enrich::read_kg`], which validates every file
-//! and checks that the corpus's denormalised `kg_*` columns are what the graph files imply.
+//! chunks; [`Export::kg`] reads it back through [`crate::enrich::read_kg`], which validates
+//! every file and checks that the corpus's denormalised `kg_*` columns are what the graph files
+//! imply.
 //!
 //! Sub-query vectors ([`subquery_texts`]) embed the *published* decomposition with each `#k`
 //! replaced by the *published* answer of hop k: an oracle-ish setting (the gold intermediate

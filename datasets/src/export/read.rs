@@ -4,8 +4,9 @@
 //! What every leg reads (ids, documents, token counts, spans, the BM25 index, the queries) is
 //! decoded here; the chunks' texts and vectors, the knowledge graph, the similarity graph and
 //! the sub-question vectors are not: [`texts`], [`vectors`], [`kg`], [`simgraph`] and
-//! [`subqueries`] read them on a leg's first request, checking their files' hashes again first. Vectors are streamed into one contiguous buffer,
-//! never decoded whole and copied.
+//! [`subqueries`] read them on a leg's first request, checking their files' hashes again first.
+//! Vectors and long list columns are streamed, a batch of rows at a time, never decoded whole
+//! and copied.
 
 use std::collections::{BTreeSet, HashMap};
 use std::fs;

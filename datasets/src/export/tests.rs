@@ -1353,6 +1353,15 @@ fn mapped_vectors_are_the_column_written_once_and_checked_on_every_open() {
     assert!(std::fs::read_to_string(&side)
         .unwrap()
         .contains(&e.manifest.content_hash()));
+    // written again where a whole file already lies (a process that lost its sidecar, or
+    // raced another to write): the file in place, which others may have mapped, is kept
+    let held = e.mapped_vectors("embedding").unwrap();
+    std::fs::remove_file(&side).unwrap();
+    let inode = |p: &Path| std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(p).unwrap());
+    let before = inode(&path);
+    let again = e.mapped_vectors("embedding").unwrap();
+    assert_eq!(inode(&path), before);
+    assert_eq!(held.rows().unwrap(), again.rows().unwrap());
     // a column the corpus lacks is an error naming it, and leaves nothing behind
     let err = e.mapped_vectors("no_such").unwrap_err().to_string();
     assert!(err.contains("no_such") && err.contains("missing"), "{err}");

@@ -55,7 +55,7 @@ pub fn shard_for(
         return Ok(shard);
     }
     // mapped, not read: a cached shard's open reads a few probe rows, and a build streams them
-    let map = export.mapped_vectors(vectors.column())?;
+    let map = map_for(export, vectors)?;
     let rows = map.rows()?;
     let src = source(export, vectors, settings);
     let expected = Expected {
@@ -83,11 +83,35 @@ pub fn shard_for(
     Ok(shard)
 }
 
+/// Mapped vector files open in this process, by path (a shard's open and every leg over it
+/// share one, checked against its hash once).
+fn open_maps() -> &'static Mutex<HashMap<PathBuf, Weak<MappedVectors>>> {
+    static OPEN: OnceLock<Mutex<HashMap<PathBuf, Weak<MappedVectors>>>> = OnceLock::new();
+    OPEN.get_or_init(Default::default)
+}
+
+/// `export`'s `vectors`, mapped ([`Export::mapped_vectors`]): this process's open copy, or the
+/// file opened (and checked) or written now.
+fn map_for(export: &Export, vectors: Vectors) -> Result<Arc<MappedVectors>, LegError> {
+    let path = hopbench_datasets::export::mapped_path(
+        &export.dir,
+        &export.manifest.content_hash(),
+        vectors.column(),
+    );
+    let mut open = open_maps().lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(map) = open.get(&path).and_then(Weak::upgrade) {
+        return Ok(map);
+    }
+    let map = Arc::new(export.mapped_vectors(vectors.column())?);
+    open.insert(path, Arc::downgrade(&map));
+    Ok(map)
+}
+
 /// Dense search through a Qdrant HNSW shard of the export's vectors.
 pub struct QdrantDense {
     export: Arc<Export>,
     /// The export's vectors, mapped: the hits are rescored over the rows they name.
-    map: MappedVectors,
+    map: Arc<MappedVectors>,
     shard: Arc<HnswShard>,
     hnsw_ef: usize,
     oversampling: Option<f64>,
@@ -99,7 +123,7 @@ impl QdrantDense {
     pub fn new(export: Arc<Export>, vectors: Vectors, spec: &QdrantSpec) -> Result<Self, LegError> {
         vectors.available_in(&export)?;
         // the hits are scored exactly, over the export's own vectors, mapped
-        let map = export.mapped_vectors(vectors.column())?;
+        let map = map_for(&export, vectors)?;
         let shard = shard_for(&export, vectors, spec.build)?;
         Ok(QdrantDense {
             export,
