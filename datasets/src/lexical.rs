@@ -12,7 +12,7 @@
 //! then chunk order), so scores are the same bits on every run and at every thread count.
 
 use std::cell::RefCell;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use rust_stemmers::{Algorithm, Stemmer};
 use serde::{Deserialize, Serialize};
@@ -115,8 +115,10 @@ pub struct Bm25Index {
     params: Bm25Params,
     doc_len: Vec<u32>,
     avgdl: f64,
+    /// Sorted and unique ([`Bm25Index::from_parts`] checks it): a term's id is its position,
+    /// found by binary search, so the dictionary is held once (a hash map beside it would
+    /// hold every term again: some 65 MB at a million chunks).
     terms: Vec<String>,
-    term_ids: HashMap<String, u32>,
     offsets: Vec<u32>,
     post_chunk: Vec<u32>,
     post_tf: Vec<u32>,
@@ -257,18 +259,11 @@ impl Bm25Index {
                 impact.push((idf * tf / (tf + k1 * norm)) as f32);
             }
         }
-        let term_ids = p
-            .terms
-            .iter()
-            .enumerate()
-            .map(|(i, t)| (t.clone(), i as u32))
-            .collect();
         Ok(Bm25Index {
             params: p.params,
             doc_len: p.doc_len,
             avgdl,
             terms: p.terms,
-            term_ids,
             offsets: p.offsets,
             post_chunk: p.post_chunk,
             post_tf: p.post_tf,
@@ -318,8 +313,8 @@ impl Bm25Index {
     pub fn query_terms(&self, tokenizer: &Tokenizer, query: &str) -> Vec<u32> {
         let mut ids = Vec::new();
         tokenizer.for_each_token(query, |t| {
-            if let Some(&id) = self.term_ids.get(t) {
-                ids.push(id);
+            if let Ok(id) = self.terms.binary_search_by(|term| term.as_str().cmp(t)) {
+                ids.push(id as u32);
             }
         });
         ids
@@ -389,6 +384,36 @@ pub fn top_k(hits: &mut Vec<(u32, f32)>, k: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_query_token_is_the_term_at_its_place_in_the_sorted_dictionary() {
+        // the binary search over the dictionary against a hash map of every term's position
+        let t = Tokenizer::english();
+        let texts = [
+            "Alpha beta gamma delta, zeta and eta.",
+            "Beta met Gamma in Zürich; alpha stayed.",
+            "omega 42 x_y café",
+        ];
+        let index = Bm25Index::build(texts.iter().copied(), &t, Bm25Params::default());
+        let terms = index.to_parts().terms;
+        let reference: std::collections::HashMap<&str, u32> = terms
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.as_str(), i as u32))
+            .collect();
+        for (i, term) in terms.iter().enumerate() {
+            assert_eq!(index.query_terms(&t, term), vec![i as u32], "{term}");
+        }
+        let query = "gamma unknownword Alpha gamma zzzz aaaa café";
+        let want: Vec<u32> = t
+            .tokens(query)
+            .iter()
+            .filter_map(|tok| reference.get(tok.as_str()).copied())
+            .collect();
+        assert_eq!(index.query_terms(&t, query), want);
+        assert_eq!(want.len(), 4, "repeats kept, unknown tokens dropped");
+        assert!(index.query_terms(&t, "").is_empty());
+    }
 
     #[test]
     fn tokenizer_lowercases_drops_stopwords_short_words_and_stems() {
