@@ -8,12 +8,12 @@
 //! file against the sidecar's hash (read through the file, not the map, so the check leaves no
 //! pages resident); a file that does not verify is written again from the corpus, itself
 //! checked against the manifest first. A new file is linked in only where no whole file lies,
-//! so one that another process wrote (and may have mapped) is never replaced under it. A query then touches only the rows it rescores: at a
-//! million 384-wide chunks, a few hundred kilobytes of the 1.5 GB file are resident instead of
-//! the whole column.
+//! so one that another process wrote (and may have mapped) is never replaced under it. A query
+//! then touches only the rows it rescores: at a million 384-wide chunks, a few hundred
+//! kilobytes of the 1.5 GB file are resident instead of the whole column.
 //!
 //! The bytes of a mapped file are read when a row is used, long after the check. So the file's
-//! identity (size, modification time, inode) is taken when it is checked and compared again
+//! identity (size, modification time, inode, device) is taken when it is checked and compared again
 //! each time the rows are handed out: a file replaced or written to after its check is refused,
 //! naming it, as a part read after its file changed is.
 //!
