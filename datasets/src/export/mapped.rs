@@ -8,9 +8,10 @@
 //! file against the sidecar's hash (read through the file, not the map, so the check leaves no
 //! pages resident); a file that does not verify is written again from the corpus, itself
 //! checked against the manifest first. A new file is linked in only where no whole file lies,
-//! so one that another process wrote (and may have mapped) is never replaced under it. A query
-//! then touches only the rows it rescores: at a million 384-wide chunks, a few hundred
-//! kilobytes of the 1.5 GB file are resident instead of the whole column.
+//! so one that another process wrote (and may have mapped) is never replaced under it. The map
+//! serves the readers of the whole column (a shard's build, its probe rows); a query reads the
+//! rows it rescores at their offsets ([`MappedVectors::read_row`]), so a served run holds
+//! neither the 1.5 GB column of a million 384-wide chunks nor the pages around the rows it read.
 //!
 //! The bytes of a mapped file are read when a row is used, long after the check. So the file's
 //! identity (size, modification time, inode, device) is taken when it is checked and compared again
@@ -76,6 +77,8 @@ impl Stamp {
 #[derive(Debug)]
 pub struct MappedVectors {
     path: PathBuf,
+    /// The file the map is of, for [`MappedVectors::read_row`].
+    file: fs::File,
     map: memmap2::Mmap,
     rows: usize,
     dim: usize,
@@ -87,17 +90,47 @@ impl MappedVectors {
     /// checked.
     pub fn rows(&self) -> Result<&[f32]> {
         if Stamp::of(&self.path)? != self.stamp {
-            return Err(Error::field(
-                &self.path,
-                "file",
-                "contents",
-                "changed after it was checked against its blake3: remove it, and the next run \
-                 writes it again from the export",
-            ));
+            return Err(self.changed());
         }
         let floats: &[f32] = bytemuck::try_cast_slice(&self.map[..])
             .map_err(|e| Error::field(&self.path, "file", "contents", e.to_string()))?;
         Ok(&floats[..self.rows * self.dim])
+    }
+
+    /// Row `i` into `out` (`dim` floats), read from the file at its offset rather than through
+    /// the map: a few rows per query, anywhere in the file, each read through the map would
+    /// leave the 64 KB the kernel maps around a touched page resident (a hundred queries'
+    /// rescoring of a hundred rows each made 0.5 GB of the file resident at 10^6 chunks, against
+    /// the 15 MB they read). An error names the file if it changed since it was checked, or if
+    /// `i` is not a row.
+    pub fn read_row(&self, i: usize, out: &mut [f32]) -> Result<()> {
+        use std::os::unix::fs::FileExt;
+        if Stamp::of(&self.path)? != self.stamp {
+            return Err(self.changed());
+        }
+        if i >= self.rows || out.len() != self.dim {
+            return Err(Error::field(
+                &self.path,
+                format!("row {i}"),
+                "contents",
+                format!("is not a row of {} x {}", self.rows, self.dim),
+            ));
+        }
+        let bytes: &mut [u8] = bytemuck::cast_slice_mut(out);
+        let at = (i * self.dim * 4) as u64;
+        self.file
+            .read_exact_at(bytes, at)
+            .map_err(|e| Error::io(&self.path, e))
+    }
+
+    fn changed(&self) -> Error {
+        Error::field(
+            &self.path,
+            "file",
+            "contents",
+            "changed after it was checked against its blake3: remove it, and the next run \
+             writes it again from the export",
+        )
     }
 
     /// Where the file is.
@@ -176,6 +209,7 @@ fn open_checked(path: &Path, fits: impl Fn(&Sidecar) -> bool) -> Result<Option<M
     }
     Ok(Some(MappedVectors {
         path: path.to_path_buf(),
+        file,
         map,
         rows: sidecar.rows,
         dim: sidecar.dim,

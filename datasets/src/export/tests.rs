@@ -1311,6 +1311,17 @@ fn mapped_vectors_are_the_column_written_once_and_checked_on_every_open() {
     // written on first use: the column's rows, and nothing else left in the directory
     let m = e.mapped_vectors("embedding").unwrap();
     assert_eq!(m.rows().unwrap(), e.embeddings().unwrap());
+    // a row read at its offset is the row of the map
+    let mut row = vec![0.0f32; e.dim];
+    for (i, want) in e.embeddings().unwrap().chunks_exact(e.dim).enumerate() {
+        m.read_row(i, &mut row).unwrap();
+        assert_eq!(row, want, "row {i}");
+    }
+    let err = m.read_row(3, &mut row).unwrap_err().to_string();
+    assert!(
+        err.contains("row 3") && err.contains("not a row of 3 x 8"),
+        "{err}"
+    );
     let c = e.mapped_vectors("embedding_content").unwrap();
     assert_eq!(Some(c.rows().unwrap()), e.content_embeddings().unwrap());
     let listed = |d: &Path| -> Vec<String> {
@@ -1341,6 +1352,8 @@ fn mapped_vectors_are_the_column_written_once_and_checked_on_every_open() {
         err.contains(&path.display().to_string()) && err.contains("changed after"),
         "{err}"
     );
+    let err = m.read_row(0, &mut row).unwrap_err().to_string();
+    assert!(err.contains("changed after"), "{err}");
     // the next open finds it does not verify and writes it again from the corpus
     let again = e.mapped_vectors("embedding").unwrap();
     assert_eq!(again.rows().unwrap(), e.embeddings().unwrap());

@@ -140,19 +140,16 @@ impl QdrantDense {
             .shard
             .search(query, k, self.hnsw_ef, self.oversampling)
             .map_err(|e| Failure::Search(Carried::new(e)))?;
-        let rows = self
-            .map
-            .rows()
-            .map_err(|e| Failure::Search(Carried::new(e)))?;
+        let mut row = vec![0.0f32; self.export.dim];
         candidates(
             &hits,
             k,
             |id| self.export.chunk_index(id),
             |chunk| {
-                dot(
-                    query,
-                    &rows[chunk as usize * self.export.dim..][..self.export.dim],
-                )
+                self.map
+                    .read_row(chunk as usize, &mut row)
+                    .map_err(|e| Failure::Search(Carried::new(e)))?;
+                Ok(dot(query, &row))
             },
         )
     }
@@ -164,7 +161,7 @@ fn candidates(
     hits: &[Hit],
     k: usize,
     chunk_of: impl Fn(&str) -> Option<u32>,
-    score: impl Fn(u32) -> f32,
+    mut score: impl FnMut(u32) -> Result<f32, Failure>,
 ) -> Result<Vec<Candidate>, Failure> {
     if hits.len() > k {
         return Err(Failure::TooMany { got: hits.len(), k });
@@ -194,7 +191,7 @@ fn candidates(
                 id: id.into(),
             });
         }
-        out.push(Candidate::new(chunk, score(chunk)));
+        out.push(Candidate::new(chunk, score(chunk)?));
     }
     top_k(&mut out, k);
     Ok(out)
@@ -235,7 +232,7 @@ mod tests {
     fn hits_are_rescored_and_ranked_with_ties_on_ascending_chunk() {
         let hits = [hit(5, Some("c5")), hit(2, Some("c2")), hit(9, Some("c9"))];
         // chunk 9 scores highest; 2 and 5 tie, so 2 comes first whatever Qdrant's order
-        let score = |c: u32| if c == 9 { 0.9 } else { 0.5 };
+        let score = |c: u32| Ok(if c == 9 { 0.9 } else { 0.5 });
         let got = candidates(&hits, 3, chunk_of, score).unwrap();
         let order: Vec<u32> = got.iter().map(|c| c.chunk).collect();
         assert_eq!(order, vec![9, 2, 5]);
@@ -245,16 +242,16 @@ mod tests {
     #[test]
     fn a_hit_without_a_record_id_is_an_error_not_a_shorter_list() {
         let hits = [hit(1, Some("c1")), hit(2, None)];
-        let e = candidates(&hits, 5, chunk_of, |_| 0.0).unwrap_err();
+        let e = candidates(&hits, 5, chunk_of, |_| Ok(0.0)).unwrap_err();
         assert_eq!(e, Failure::MissingPayload { point: 2 });
         assert!(e.to_string().contains("point 2"), "{e}");
     }
 
     #[test]
     fn unknown_mismatched_and_repeated_ids_are_errors() {
-        let e = candidates(&[hit(1, Some("zz"))], 5, chunk_of, |_| 0.0).unwrap_err();
+        let e = candidates(&[hit(1, Some("zz"))], 5, chunk_of, |_| Ok(0.0)).unwrap_err();
         assert!(matches!(e, Failure::UnknownId { index: 0, .. }), "{e:?}");
-        let e = candidates(&[hit(1, Some("c3"))], 5, chunk_of, |_| 0.0).unwrap_err();
+        let e = candidates(&[hit(1, Some("c3"))], 5, chunk_of, |_| Ok(0.0)).unwrap_err();
         assert_eq!(
             e,
             Failure::PointMismatch {
@@ -267,7 +264,7 @@ mod tests {
             &[hit(3, Some("c3")), hit(3, Some("c3"))],
             5,
             chunk_of,
-            |_| 0.0,
+            |_| Ok(0.0),
         )
         .unwrap_err();
         assert!(matches!(e, Failure::DuplicateId { index: 1, .. }), "{e:?}");
@@ -275,7 +272,7 @@ mod tests {
             &[hit(3, Some("c3")), hit(4, Some("c4"))],
             1,
             chunk_of,
-            |_| 0.0,
+            |_| Ok(0.0),
         )
         .unwrap_err();
         assert_eq!(e, Failure::TooMany { got: 2, k: 1 });
