@@ -132,11 +132,6 @@ impl MappedVectors {
              writes it again from the export",
         )
     }
-
-    /// Where the file is.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
 }
 
 /// Where `column` of the export in `export_dir` (content hash `content_hash`) is written:
