@@ -718,7 +718,7 @@ mod tests {
             points: 600,
             dim: 24,
         };
-        let opened = crate::hnsw::HnswShard::open(&target, &expected, &v).unwrap();
+        let opened = crate::hnsw::HnswShard::open(&target, &expected, &v[..]).unwrap();
         let hit = &opened.search(&v[7 * 24..8 * 24], 1, 64, None).unwrap()[0];
         assert_eq!((hit.point, hit.id.as_deref()), (7, Some("c007")));
         drop(opened);

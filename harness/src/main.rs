@@ -5,5 +5,7 @@
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    // before any thread starts: the process's environment is changed here alone
+    hopbench_datasets::hnsw::map_files_once();
     hopbench::commands::main_from(std::env::args_os())
 }

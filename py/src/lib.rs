@@ -75,6 +75,8 @@ fn version() -> String {
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    // at import, before `cli` can open a shard: Qdrant reads this once
+    hopbench_datasets::hnsw::map_files_once();
     let py = m.py();
     m.add("InputError", py.get_type::<InputError>())?;
     m.add("MeasureError", py.get_type::<MeasureError>())?;

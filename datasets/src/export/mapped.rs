@@ -104,10 +104,6 @@ impl MappedVectors {
     /// the 15 MB they read). An error names the file if it changed since it was checked, or if
     /// `i` is not a row.
     pub fn read_row(&self, i: usize, out: &mut [f32]) -> Result<()> {
-        use std::os::unix::fs::FileExt;
-        if Stamp::of(&self.path)? != self.stamp {
-            return Err(self.changed());
-        }
         if i >= self.rows || out.len() != self.dim {
             return Err(Error::field(
                 &self.path,
@@ -116,11 +112,7 @@ impl MappedVectors {
                 format!("is not a row of {} x {}", self.rows, self.dim),
             ));
         }
-        let bytes: &mut [u8] = bytemuck::cast_slice_mut(out);
-        let at = (i * self.dim * 4) as u64;
-        self.file
-            .read_exact_at(bytes, at)
-            .map_err(|e| Error::io(&self.path, e))
+        crate::hnsw::Rows::read_values(self, i * self.dim, out)
     }
 
     fn changed(&self) -> Error {
@@ -131,6 +123,37 @@ impl MappedVectors {
             "changed after it was checked against its blake3: remove it, and the next run \
              writes it again from the export",
         )
+    }
+}
+
+/// A shard's build reads its rows here a batch at a time, at their offsets, for the reason
+/// [`MappedVectors::read_row`] gives: read through the map, the whole column would stay resident
+/// beside Qdrant's own copy of it.
+impl crate::hnsw::Rows for MappedVectors {
+    fn values(&self) -> usize {
+        self.rows * self.dim
+    }
+
+    fn read_values(&self, start: usize, out: &mut [f32]) -> Result<()> {
+        use std::os::unix::fs::FileExt;
+        if Stamp::of(&self.path)? != self.stamp {
+            return Err(self.changed());
+        }
+        if start
+            .checked_add(out.len())
+            .is_none_or(|end| end > self.values())
+        {
+            return Err(Error::field(
+                &self.path,
+                format!("values {start}..+{}", out.len()),
+                "contents",
+                format!("are not within {} x {}", self.rows, self.dim),
+            ));
+        }
+        let bytes: &mut [u8] = bytemuck::cast_slice_mut(out);
+        self.file
+            .read_exact_at(bytes, (start * 4) as u64)
+            .map_err(|e| Error::io(&self.path, e))
     }
 }
 

@@ -1322,6 +1322,20 @@ fn mapped_vectors_are_the_column_written_once_and_checked_on_every_open() {
         err.contains("row 3") && err.contains("not a row of 3 x 8"),
         "{err}"
     );
+    // a block read at its offset (what a shard's build reads) is the same values, and one
+    // past the end is refused, naming the file
+    use crate::hnsw::Rows;
+    let all = e.embeddings().unwrap();
+    assert_eq!(m.values(), all.len());
+    let mut block = vec![0.0f32; 2 * e.dim + 1];
+    m.read_values(e.dim - 1, &mut block).unwrap();
+    assert_eq!(block, all[e.dim - 1..3 * e.dim]);
+    let err = m.read_values(e.dim, &mut block).unwrap_err().to_string();
+    assert!(
+        err.contains(&path.display().to_string()) && err.contains("not within 3 x 8"),
+        "{err}"
+    );
+    assert!(all.read_values(e.dim, &mut block).is_err());
     let c = e.mapped_vectors("embedding_content").unwrap();
     assert_eq!(Some(c.rows().unwrap()), e.content_embeddings().unwrap());
     let listed = |d: &Path| -> Vec<String> {
@@ -1353,6 +1367,8 @@ fn mapped_vectors_are_the_column_written_once_and_checked_on_every_open() {
         "{err}"
     );
     let err = m.read_row(0, &mut row).unwrap_err().to_string();
+    assert!(err.contains("changed after"), "{err}");
+    let err = m.read_values(0, &mut block).unwrap_err().to_string();
     assert!(err.contains("changed after"), "{err}");
     // the next open finds it does not verify and writes it again from the corpus
     let again = e.mapped_vectors("embedding").unwrap();

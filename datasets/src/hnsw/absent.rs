@@ -18,10 +18,10 @@ pub struct KeptShard(Infallible);
 
 impl HnswShard {
     /// Always an error: this build has no HNSW engine.
-    pub fn build(
+    pub fn build<R: super::Rows + ?Sized>(
         dir: &Path,
         _source: &str,
-        _vectors: &[f32],
+        _vectors: &R,
         _dim: usize,
         _ids: &[&str],
         _settings: HnswSettings,

@@ -13,6 +13,12 @@
 //! built whatever its size and always searched through the graph, so what a small real set
 //! measures is the same approximation a large corpus gets.
 //!
+//! **Parts.** A shard of more than [`PART_POINTS`] points is built as several Qdrant shards
+//! (parts) of equal runs of rows, none larger than that, one after the other, so a build holds
+//! one part's vectors and graph rather than the whole matrix's; a search asks every part for its
+//! top `k` and merges them by score, ties on ascending point, as Qdrant merges the segments of
+//! one shard. A shard of at most that many points is one part, on disk as it was before parts.
+//!
 //! **What is random, and what is not.** Qdrant draws each point's HNSW level from a thread-local
 //! generator it does not let a caller seed, and inserts points on several threads, so two builds
 //! of the same vectors give different graphs. A search over one graph is deterministic (the entry
@@ -24,7 +30,8 @@
 //!
 //! ```text
 //! <dir>/hnsw-manifest.json   ShardManifest (written last: a directory without it is not a shard)
-//! <dir>/qdrant/              Qdrant's files (edge_config.json, segments/, wal/)
+//! <dir>/qdrant/              Qdrant's files (edge_config.json, segments/, wal/), rows 0..
+//! <dir>/qdrant-<p>/          part p's, rows p * points / parts.. (a shard in parts)
 //! ```
 //!
 //! The settings ([`HnswSettings`]) are part of every build, so a campaign that names them parses
@@ -47,6 +54,30 @@ pub use shard::*;
 /// Whether this build carries Qdrant's engine (the `qdrant` cargo feature).
 pub const BUILT: bool = cfg!(feature = "qdrant");
 
+/// Points per part, at most: a larger shard is built as several Qdrant shards of equal runs of
+/// rows, one after the other, each closed before the next is built, and searched together. Qdrant's
+/// build holds every vector of what it builds twice over (the segment the points were upserted
+/// into and the indexed one it is copied into) with the graph beside them: the build of a
+/// million 384-wide vectors peaked at 4,758 MiB in one part, 2,988 MiB in two (docs/src/scale.md,
+/// "The shard built in parts"). Each part costs a search per query.
+pub const PART_POINTS: usize = 1 << 19;
+
+/// The environment variable by which Qdrant maps each of its files once.
+pub const SINGLE_MAP_VAR: &str = "QDRANT_NO_MULTI_MMAP";
+
+/// Asks Qdrant to map each of its vector files once rather than twice. It maps each a second
+/// time for sequential reads, and a build reads through both (the optimiser copies the rows
+/// sequentially, the graph is linked through the other), so every vector's pages are resident
+/// twice at the build's peak: 1.5 GB more for a million 384-wide vectors. Searches read through
+/// the one map either way. Qdrant reads the variable once, when it first maps a file, and a
+/// process's environment may be changed only while no other thread runs: so the binary's `main`
+/// and the Python module's import call this first. A value the user set is kept.
+pub fn map_files_once() {
+    if std::env::var_os(SINGLE_MAP_VAR).is_none() {
+        std::env::set_var(SINGLE_MAP_VAR, "1");
+    }
+}
+
 /// What a build cost, for benchmarks.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct BuildCost {
@@ -54,6 +85,39 @@ pub struct BuildCost {
     pub insert_secs: f64,
     /// Building the graph (Qdrant's indexing optimiser).
     pub index_secs: f64,
+}
+
+/// Where a shard reads the vectors it is built from and verified with: a row-major matrix in
+/// memory, or a vector file read at its offsets ([`MappedVectors`](crate::export::MappedVectors)),
+/// so a build of a million rows reads them a batch at a time and leaves none resident beside
+/// Qdrant's own copy.
+pub trait Rows {
+    /// How many `f32` values there are (rows x width).
+    fn values(&self) -> usize;
+    /// The values `start..start + out.len()` into `out`; an error names the source when they
+    /// are not all there or it changed since it was checked.
+    fn read_values(&self, start: usize, out: &mut [f32]) -> crate::error::Result<()>;
+}
+
+impl Rows for [f32] {
+    fn values(&self) -> usize {
+        self.len()
+    }
+    fn read_values(&self, start: usize, out: &mut [f32]) -> crate::error::Result<()> {
+        let end = start.checked_add(out.len()).filter(|&e| e <= self.len());
+        let Some(end) = end else {
+            return Err(crate::error::Error::Config {
+                context: "vectors".into(),
+                message: format!(
+                    "values {start}..{} asked of {}",
+                    start.saturating_add(out.len()),
+                    self.len()
+                ),
+            });
+        };
+        out.copy_from_slice(&self[start..end]);
+        Ok(())
+    }
 }
 
 /// The manifest's file name in a shard directory.

@@ -11,7 +11,7 @@ use qdrant_edge::{
 };
 use serde::{Deserialize, Serialize};
 
-use super::{BuildCost, HnswSettings, Quantization, MANIFEST};
+use super::{BuildCost, HnswSettings, Quantization, Rows, MANIFEST, PART_POINTS};
 use crate::error::{Error, Result};
 
 /// The payload field that carries a point's record id.
@@ -47,6 +47,36 @@ pub struct ShardManifest {
     pub dim: usize,
     /// BLAKE3 of the probe rows' top-10 neighbours (see the module docs).
     pub probe: String,
+    /// How many parts the shard has, when more than one: part `p` holds rows
+    /// `p * points / parts..(p + 1) * points / parts`, in `qdrant-<p>/` (`qdrant/` for the
+    /// first). Absent for a shard of one part.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parts: Option<usize>,
+}
+
+impl ShardManifest {
+    /// The parts' row ranges, in order.
+    fn part_rows(&self) -> Vec<std::ops::Range<usize>> {
+        part_ranges(self.points, self.parts.unwrap_or(1))
+    }
+}
+
+/// Rows `0..n` cut into `parts` runs whose lengths differ by at most one (so no part is a
+/// sliver too small for Qdrant to index).
+fn part_ranges(n: usize, parts: usize) -> Vec<std::ops::Range<usize>> {
+    let parts = parts.max(1);
+    (0..parts)
+        .map(|p| p * n / parts..(p + 1) * n / parts)
+        .collect()
+}
+
+/// Where part `p` of a shard keeps Qdrant's files.
+fn part_dir(shard_dir: &Path, p: usize) -> PathBuf {
+    if p == 0 {
+        shard_dir.join(QDRANT_DIR)
+    } else {
+        shard_dir.join(format!("{QDRANT_DIR}-{p}"))
+    }
 }
 
 /// One search hit: the point (the row) and the record id its payload carries, if any.
@@ -65,7 +95,8 @@ pub struct Hit {
 pub struct HnswShard {
     dir: PathBuf,
     manifest: ShardManifest,
-    shard: EdgeShard,
+    /// One Qdrant shard per part, in row order.
+    parts: Vec<EdgeShard>,
 }
 
 impl std::fmt::Debug for HnswShard {
@@ -86,24 +117,39 @@ fn shard_err(path: &Path, message: impl std::fmt::Display) -> Error {
 
 impl HnswShard {
     /// Builds a shard of `vectors` (row-major, `dim` wide, unit length) whose row `i` carries
-    /// record id `ids[i]`, into `dir`, which must not exist yet. The directory appears whole or
-    /// not at all: everything is written beside it and renamed into place last. When another
-    /// process put a shard there first, that one is opened (and verified) instead.
-    pub fn build(
+    /// record id `ids[i]`, into `dir`, which must not exist yet. The rows are read a batch at a
+    /// time ([`Rows`]). The directory appears whole or not at all: everything is written beside
+    /// it and renamed into place last. When another process put a shard there first, that one
+    /// is opened (and verified) instead.
+    pub fn build<R: Rows + ?Sized>(
         dir: &Path,
         source: &str,
-        vectors: &[f32],
+        vectors: &R,
         dim: usize,
         ids: &[&str],
         settings: HnswSettings,
     ) -> Result<(HnswShard, BuildCost)> {
+        Self::build_in_parts(dir, source, vectors, dim, ids, settings, PART_POINTS)
+    }
+
+    /// [`HnswShard::build`] with parts of at most `part_points` points, of equal sizes (tests
+    /// build several parts of a few rows).
+    pub(super) fn build_in_parts<R: Rows + ?Sized>(
+        dir: &Path,
+        source: &str,
+        vectors: &R,
+        dim: usize,
+        ids: &[&str],
+        settings: HnswSettings,
+        part_points: usize,
+    ) -> Result<(HnswShard, BuildCost)> {
         settings.validate().map_err(|m| shard_err(dir, m))?;
-        if dim == 0 || vectors.len() != ids.len() * dim {
+        if dim == 0 || vectors.values() != ids.len() * dim {
             return Err(shard_err(
                 dir,
                 format!(
                     "{} vector values for {} ids of dimension {dim}",
-                    vectors.len(),
+                    vectors.values(),
                     ids.len()
                 ),
             ));
@@ -114,57 +160,18 @@ impl HnswShard {
             .file_name()
             .map_or_else(|| "shard".into(), |n| n.to_string_lossy().into_owned());
         let tmp = TempDir::create(parent, &name)?;
-        let qdir = tmp.path().join(QDRANT_DIR);
-        std::fs::create_dir_all(&qdir).map_err(|e| Error::io(&qdir, e))?;
 
-        let mut cost = BuildCost::default();
         let n = ids.len();
-        {
-            let shard = EdgeShard::new(&qdir, edge_config(dim, settings))
-                .map_err(|e| shard_err(&qdir, e))?;
-            let t = Instant::now();
-            for start in (0..n).step_by(UPSERT_BATCH) {
-                let end = (start + UPSERT_BATCH).min(n);
-                let points = (start..end)
-                    .map(|i| {
-                        let mut payload = serde_json::Map::new();
-                        payload.insert(ID_FIELD.into(), ids[i].into());
-                        PointStruct::new(
-                            PointId::NumId(i as u64),
-                            &vectors[i * dim..(i + 1) * dim],
-                            serde_json::Value::Object(payload),
-                        )
-                        .into()
-                    })
-                    .collect();
-                shard
-                    .update(UpdateOperation::PointOperation(
-                        PointOperations::UpsertPoints(PointInsertOperations::PointsList(points)),
-                    ))
-                    .map_err(|e| shard_err(&qdir, e))?;
-            }
-            cost.insert_secs = t.elapsed().as_secs_f64();
-            let t = Instant::now();
-            shard.optimize().map_err(|e| shard_err(&qdir, e))?;
-            cost.index_secs = t.elapsed().as_secs_f64();
-            let info = shard.info();
-            if info.points_count != n || (n > 0 && info.indexed_vectors_count != n) {
-                return Err(shard_err(
-                    &qdir,
-                    format!(
-                        "after indexing: {} points, {} in the graph, expected {n} of both",
-                        info.points_count, info.indexed_vectors_count
-                    ),
-                ));
-            }
-            shard.flush();
+        let parts = n.div_ceil(part_points.max(1)).max(1);
+        let ranges = part_ranges(n, parts);
+        let mut cost = BuildCost::default();
+        for (p, rows) in ranges.iter().enumerate() {
+            let qdir = part_dir(tmp.path(), p);
+            build_part(&qdir, vectors, dim, ids, rows.clone(), settings, &mut cost)?;
         }
-        // Every point is in the indexed segment now; the write-ahead log only repeats them.
-        let wal = qdir.join("wal");
-        if wal.is_dir() {
-            std::fs::remove_dir_all(&wal).map_err(|e| Error::io(&wal, e))?;
-        }
-        let shard = EdgeShard::load(&qdir, None).map_err(|e| shard_err(&qdir, e))?;
+        let opened = (0..parts)
+            .map(|p| load_part(&part_dir(tmp.path(), p)))
+            .collect::<Result<Vec<_>>>()?;
         let manifest = ShardManifest {
             format: SHARD_FORMAT,
             engine: ENGINE.into(),
@@ -172,10 +179,10 @@ impl HnswShard {
             settings,
             points: n,
             dim,
-            probe: probe_digest(&shard, settings, vectors, dim, n)
-                .map_err(|e| shard_err(&qdir, e))?,
+            probe: probe_digest(&opened, settings, vectors, dim, n)?,
+            parts: (parts > 1).then_some(parts),
         };
-        drop(shard);
+        drop(opened);
         let mpath = tmp.path().join(MANIFEST);
         let json = serde_json::to_vec_pretty(&manifest).expect("a manifest serialises");
         std::fs::write(&mpath, json).map_err(|e| Error::io(&mpath, e))?;
@@ -195,7 +202,11 @@ impl HnswShard {
     /// Opens the shard in `dir` and verifies it: its manifest must describe `expected` (format,
     /// engine, source, settings, points, dimension), Qdrant must hold every point in its graph,
     /// and the probe searches over `vectors` must give the manifest's digest.
-    pub fn open(dir: &Path, expected: &Expected<'_>, vectors: &[f32]) -> Result<HnswShard> {
+    pub fn open<R: Rows + ?Sized>(
+        dir: &Path,
+        expected: &Expected<'_>,
+        vectors: &R,
+    ) -> Result<HnswShard> {
         let mpath = dir.join(MANIFEST);
         let bytes = std::fs::read(&mpath).map_err(|e| Error::io(&mpath, e))?;
         let manifest: ShardManifest = serde_json::from_slice(&bytes)
@@ -235,32 +246,52 @@ impl HnswShard {
                 format!("{} x {}", expected.points, expected.dim),
             ));
         }
-        if vectors.len() != manifest.points * manifest.dim {
+        if vectors.values() != manifest.points * manifest.dim {
             return Err(shard_err(
                 dir,
                 format!(
                     "{} vector values given to verify {} points of dimension {}",
-                    vectors.len(),
+                    vectors.values(),
                     manifest.points,
                     manifest.dim
                 ),
             ));
         }
-        let qdir = dir.join(QDRANT_DIR);
-        let shard = EdgeShard::load(&qdir, None).map_err(|e| shard_err(&qdir, e))?;
-        let info = shard.info();
-        let n = manifest.points;
-        if info.points_count != n || (n > 0 && info.indexed_vectors_count != n) {
-            return Err(shard_err(
-                &qdir,
+        if let Some(p) = manifest.parts.filter(|&p| p < 2 || p > manifest.points) {
+            return Err(field(
+                "parts",
+                p.to_string(),
                 format!(
-                    "holds {} points, {} in the graph; its manifest says {n}",
-                    info.points_count, info.indexed_vectors_count
+                    "2 to {} (one part is written without the field)",
+                    manifest.points
                 ),
             ));
         }
-        let probe = probe_digest(&shard, manifest.settings, vectors, manifest.dim, n)
-            .map_err(|e| shard_err(&qdir, e))?;
+        let mut parts = Vec::new();
+        for (p, rows) in manifest.part_rows().into_iter().enumerate() {
+            let qdir = part_dir(dir, p);
+            if !qdir.is_dir() {
+                return Err(shard_err(
+                    &qdir,
+                    format!("is missing: part {p} (rows {}..{})", rows.start, rows.end),
+                ));
+            }
+            let shard = load_part(&qdir)?;
+            let info = shard.info();
+            let n = rows.len();
+            if info.points_count != n || (n > 0 && info.indexed_vectors_count != n) {
+                return Err(shard_err(
+                    &qdir,
+                    format!(
+                        "holds {} points, {} in the graph; its manifest says {n} (rows {}..{})",
+                        info.points_count, info.indexed_vectors_count, rows.start, rows.end
+                    ),
+                ));
+            }
+            parts.push(shard);
+        }
+        let n = manifest.points;
+        let probe = probe_digest(&parts, manifest.settings, vectors, manifest.dim, n)?;
         if probe != manifest.probe {
             return Err(Error::field(
                 &mpath,
@@ -278,7 +309,7 @@ impl HnswShard {
         Ok(HnswShard {
             dir: dir.to_path_buf(),
             manifest,
-            shard,
+            parts,
         })
     }
 
@@ -304,13 +335,13 @@ impl HnswShard {
         oversampling: Option<f64>,
     ) -> Result<Vec<Hit>> {
         let q = quantized(self.manifest.settings, oversampling);
-        search(&self.shard, query, k, ef, q, true).map_err(|e| shard_err(&self.dir, e))
+        search(&self.parts, query, k, ef, q, true).map_err(|e| shard_err(&self.dir, e))
     }
 
     /// The approximate top `k` point ids alone (no payload read), for graph building.
     pub fn search_points(&self, query: &[f32], k: usize, ef: usize) -> Result<Vec<(u64, f32)>> {
         let q = quantized(self.manifest.settings, None);
-        search(&self.shard, query, k, ef, q, false)
+        search(&self.parts, query, k, ef, q, false)
             .map(|hits| hits.into_iter().map(|h| (h.point, h.score)).collect())
             .map_err(|e| shard_err(&self.dir, e))
     }
@@ -419,6 +450,76 @@ pub struct Expected<'a> {
     pub dim: usize,
 }
 
+/// Builds one part, rows `rows` of `vectors`, in `qdir`: upserted a batch at a time, indexed,
+/// checked, flushed and closed (so its files' pages are no longer this process's while the next
+/// part is built).
+fn build_part<R: Rows + ?Sized>(
+    qdir: &Path,
+    vectors: &R,
+    dim: usize,
+    ids: &[&str],
+    rows: std::ops::Range<usize>,
+    settings: HnswSettings,
+    cost: &mut BuildCost,
+) -> Result<()> {
+    std::fs::create_dir_all(qdir).map_err(|e| Error::io(qdir, e))?;
+    let n = rows.len();
+    {
+        let shard =
+            EdgeShard::new(qdir, edge_config(dim, settings)).map_err(|e| shard_err(qdir, e))?;
+        let t = Instant::now();
+        let mut batch = Vec::new();
+        for start in rows.clone().step_by(UPSERT_BATCH) {
+            let end = (start + UPSERT_BATCH).min(rows.end);
+            batch.resize((end - start) * dim, 0.0);
+            vectors.read_values(start * dim, &mut batch)?;
+            let points = (start..end)
+                .map(|i| {
+                    let mut payload = serde_json::Map::new();
+                    payload.insert(ID_FIELD.into(), ids[i].into());
+                    let at = (i - start) * dim;
+                    PointStruct::new(
+                        PointId::NumId(i as u64),
+                        &batch[at..at + dim],
+                        serde_json::Value::Object(payload),
+                    )
+                    .into()
+                })
+                .collect();
+            shard
+                .update(UpdateOperation::PointOperation(
+                    PointOperations::UpsertPoints(PointInsertOperations::PointsList(points)),
+                ))
+                .map_err(|e| shard_err(qdir, e))?;
+        }
+        cost.insert_secs += t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        shard.optimize().map_err(|e| shard_err(qdir, e))?;
+        cost.index_secs += t.elapsed().as_secs_f64();
+        let info = shard.info();
+        if info.points_count != n || (n > 0 && info.indexed_vectors_count != n) {
+            return Err(shard_err(
+                qdir,
+                format!(
+                    "after indexing: {} points, {} in the graph, expected {n} of both",
+                    info.points_count, info.indexed_vectors_count
+                ),
+            ));
+        }
+        shard.flush();
+    }
+    // Every point is in the indexed segment now; the write-ahead log only repeats them.
+    let wal = qdir.join("wal");
+    if wal.is_dir() {
+        std::fs::remove_dir_all(&wal).map_err(|e| Error::io(&wal, e))?;
+    }
+    Ok(())
+}
+
+fn load_part(qdir: &Path) -> Result<EdgeShard> {
+    EdgeShard::load(qdir, None).map_err(|e| shard_err(qdir, e))
+}
+
 fn manifest_expectation(m: &ShardManifest) -> Expected<'_> {
     Expected {
         source: &m.source,
@@ -494,7 +595,29 @@ fn edge_config(dim: usize, s: HnswSettings) -> EdgeConfig {
         .build()
 }
 
+/// The top `k` over every part: one part's hits in Qdrant's order; several parts' merged by
+/// score, ties on ascending point (as Qdrant merges the segments of one shard).
 fn search(
+    parts: &[EdgeShard],
+    query: &[f32],
+    k: usize,
+    ef: usize,
+    quantization: Option<QuantizationSearchParams>,
+    with_payload: bool,
+) -> std::result::Result<Vec<Hit>, String> {
+    if let [one] = parts {
+        return search_part(one, query, k, ef, quantization, with_payload);
+    }
+    let mut hits = Vec::with_capacity(k * parts.len());
+    for part in parts {
+        hits.extend(search_part(part, query, k, ef, quantization, with_payload)?);
+    }
+    hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.point.cmp(&b.point)));
+    hits.truncate(k);
+    Ok(hits)
+}
+
+fn search_part(
     shard: &EdgeShard,
     query: &[f32],
     k: usize,
@@ -546,25 +669,21 @@ fn search(
 
 /// BLAKE3 over the top-[`PROBE_K`] point ids of [`PROBES`] rows spread evenly over the matrix,
 /// searched with `ef` = 64.
-fn probe_digest(
-    shard: &EdgeShard,
+fn probe_digest<R: Rows + ?Sized>(
+    parts: &[EdgeShard],
     settings: HnswSettings,
-    vectors: &[f32],
+    vectors: &R,
     dim: usize,
     n: usize,
-) -> std::result::Result<String, String> {
+) -> Result<String> {
     let mut h = blake3::Hasher::new();
     let probes = PROBES.min(n);
+    let mut query = vec![0.0f32; dim];
     for p in 0..probes {
         let row = p * n / probes;
-        let hits = search(
-            shard,
-            &vectors[row * dim..(row + 1) * dim],
-            PROBE_K,
-            64,
-            quantized(settings, None),
-            false,
-        )?;
+        vectors.read_values(row * dim, &mut query)?;
+        let hits = search(parts, &query, PROBE_K, 64, quantized(settings, None), false)
+            .map_err(|e| shard_err(parts[0].path(), e))?;
         h.update(&(row as u64).to_le_bytes());
         for hit in hits {
             h.update(&hit.point.to_le_bytes());

@@ -100,13 +100,13 @@ fn open_checks_the_manifest_and_the_graph() {
         points: n,
         dim,
     };
-    HnswShard::open(&dir, &expected, &v).unwrap();
+    HnswShard::open(&dir, &expected, &v[..]).unwrap();
 
     let wrong_source = Expected {
         source: "other",
         ..expected
     };
-    let e = HnswShard::open(&dir, &wrong_source, &v)
+    let e = HnswShard::open(&dir, &wrong_source, &v[..])
         .unwrap_err()
         .to_string();
     assert!(
@@ -121,7 +121,7 @@ fn open_checks_the_manifest_and_the_graph() {
         },
         ..expected
     };
-    let e = HnswShard::open(&dir, &wrong_settings, &v)
+    let e = HnswShard::open(&dir, &wrong_settings, &v[..])
         .unwrap_err()
         .to_string();
     assert!(e.contains("`settings`"), "{e}");
@@ -131,7 +131,7 @@ fn open_checks_the_manifest_and_the_graph() {
     let mut bad = manifest.clone();
     bad.probe = "0".repeat(64);
     std::fs::write(&mpath, serde_json::to_vec(&bad).unwrap()).unwrap();
-    let e = HnswShard::open(&dir, &expected, &v)
+    let e = HnswShard::open(&dir, &expected, &v[..])
         .unwrap_err()
         .to_string();
     assert!(
@@ -143,13 +143,13 @@ fn open_checks_the_manifest_and_the_graph() {
     let mut value = serde_json::to_value(&manifest).unwrap();
     value["extra"] = 1.into();
     std::fs::write(&mpath, serde_json::to_vec(&value).unwrap()).unwrap();
-    let e = HnswShard::open(&dir, &expected, &v)
+    let e = HnswShard::open(&dir, &expected, &v[..])
         .unwrap_err()
         .to_string();
     assert!(e.contains("unknown field `extra`"), "{e}");
 
     std::fs::remove_file(&mpath).unwrap();
-    let e = HnswShard::open(&dir, &expected, &v)
+    let e = HnswShard::open(&dir, &expected, &v[..])
         .unwrap_err()
         .to_string();
     assert!(e.contains("hnsw-manifest.json"), "{e}");
@@ -160,14 +160,14 @@ fn a_failed_build_leaves_nothing_behind() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("s");
     let v = unit_vectors(10, 4, 1);
-    let e = HnswShard::build(&dir, "t", &v, 4, &["a"], HnswSettings::default()).unwrap_err();
+    let e = HnswShard::build(&dir, "t", &v[..], 4, &["a"], HnswSettings::default()).unwrap_err();
     assert!(e.to_string().contains("40 vector values for 1 ids"), "{e}");
     let bad = HnswSettings {
         m: 0,
         ..HnswSettings::default()
     };
     let refs: Vec<&str> = vec!["x"; 10];
-    let e = HnswShard::build(&dir, "t", &v, 4, &refs, bad).unwrap_err();
+    let e = HnswShard::build(&dir, "t", &v[..], 4, &refs, bad).unwrap_err();
     assert!(e.to_string().contains("`m` is 0"), "{e}");
     assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
 }
@@ -245,7 +245,7 @@ fn a_quantised_shard_walks_compressed_vectors_and_rescores_the_oversampled_top_k
             points: n,
             dim,
         };
-        HnswShard::open(&dir, &expected, &v).unwrap();
+        HnswShard::open(&dir, &expected, &v[..]).unwrap();
         let text = std::fs::read_to_string(dir.join(MANIFEST)).unwrap();
         assert!(
             text.contains(&format!("\"quantization\": \"{name}\"")),
@@ -255,7 +255,9 @@ fn a_quantised_shard_walks_compressed_vectors_and_rescores_the_oversampled_top_k
             settings: HnswSettings::default(),
             ..expected
         };
-        let e = HnswShard::open(&dir, &float, &v).unwrap_err().to_string();
+        let e = HnswShard::open(&dir, &float, &v[..])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("`settings`"), "{e}");
     }
 }
@@ -281,4 +283,126 @@ fn a_float32_shard_keeps_the_key_and_manifest_it_had_before_quantisation() {
     assert_eq!(back, int8);
     let e = serde_json::from_str::<HnswSettings>(r#"{"quantization":"int4"}"#).unwrap_err();
     assert!(e.to_string().contains("int4"), "{e}");
+}
+
+fn build_parts(
+    dir: &Path,
+    vectors: &[f32],
+    dim: usize,
+    names: &[String],
+    part: usize,
+) -> HnswShard {
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    HnswShard::build_in_parts(
+        dir,
+        "test",
+        vectors,
+        dim,
+        &refs,
+        HnswSettings::default(),
+        part,
+    )
+    .unwrap()
+    .0
+}
+
+#[test]
+fn a_shard_in_parts_answers_as_the_exact_scan_over_all_of_them() {
+    // a beam wider than a part finds each part's exact top k, so the merge is the exact top k
+    // of the whole matrix, ties on ascending point
+    let (n, dim) = (250, 8);
+    let mut v = unit_vectors(n, dim, 31);
+    // two rows equal to row 3, in other parts: a three-way tie that the merge must order
+    let row3 = v[3 * dim..4 * dim].to_vec();
+    v[120 * dim..121 * dim].copy_from_slice(&row3);
+    v[247 * dim..248 * dim].copy_from_slice(&row3);
+    let names = ids(n);
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("s");
+    let shard = build_parts(&dir, &v, dim, &names, 100);
+    assert_eq!(shard.manifest().parts, Some(3));
+    for part in ["qdrant", "qdrant-1", "qdrant-2"] {
+        assert!(dir.join(part).is_dir(), "{part}");
+    }
+    assert!(!dir.join("qdrant-3").exists());
+    let queries = unit_vectors(30, dim, 32);
+    for q in queries.chunks_exact(dim).chain([&row3[..]]) {
+        let hits = shard.search(q, 10, 256, None).unwrap();
+        let got: Vec<u64> = hits.iter().map(|h| h.point).collect();
+        assert_eq!(got, exact_top(&v, dim, q, 10));
+        for h in &hits {
+            assert_eq!(h.id.as_deref(), Some(names[h.point as usize].as_str()));
+        }
+    }
+    let tied: Vec<u64> = shard
+        .search(&row3, 3, 256, None)
+        .unwrap()
+        .iter()
+        .map(|h| h.point)
+        .collect();
+    assert_eq!(tied, vec![3, 120, 247]);
+}
+
+#[test]
+fn a_shard_in_parts_is_verified_part_by_part_when_opened() {
+    let (n, dim) = (130, 8);
+    let v = unit_vectors(n, dim, 41);
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("s");
+    let manifest = build_parts(&dir, &v, dim, &ids(n), 50).manifest().clone();
+    let expected = Expected {
+        source: "test",
+        settings: HnswSettings::default(),
+        points: n,
+        dim,
+    };
+    let reopened = HnswShard::open(&dir, &expected, &v[..]).unwrap();
+    assert_eq!(reopened.manifest(), &manifest);
+    drop(reopened);
+    // a manifest that cuts the rows otherwise does not describe these parts
+    let text = std::fs::read_to_string(dir.join(MANIFEST)).unwrap();
+    assert!(text.contains("\"parts\": 3"), "{text}");
+    let with_parts = |p: &str| {
+        std::fs::write(
+            dir.join(MANIFEST),
+            text.replace("\"parts\": 3", &format!("\"parts\": {p}")),
+        )
+        .unwrap();
+        HnswShard::open(&dir, &expected, &v[..])
+            .unwrap_err()
+            .to_string()
+    };
+    let e = with_parts("4");
+    assert!(
+        e.contains("qdrant:")
+            && e.contains("holds 43 points")
+            && e.contains("its manifest says 32"),
+        "{e}"
+    );
+    let e = with_parts("1");
+    assert!(e.contains("`parts`") && e.contains("2 to 130"), "{e}");
+    std::fs::write(dir.join(MANIFEST), &text).unwrap();
+    HnswShard::open(&dir, &expected, &v[..]).unwrap();
+    // a missing part is named
+    std::fs::remove_dir_all(dir.join("qdrant-2")).unwrap();
+    let e = HnswShard::open(&dir, &expected, &v[..])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("qdrant-2"), "{e}");
+}
+
+#[test]
+fn a_shard_of_one_part_writes_the_manifest_it_wrote_before_parts() {
+    let (n, dim) = (40, 16);
+    let v = unit_vectors(n, dim, 51);
+    let tmp = tempfile::tempdir().unwrap();
+    // parts as large as the shard, or larger, are one part: no field, one directory
+    for part in [n, n + 1, PART_POINTS] {
+        let dir = tmp.path().join(format!("s{part}"));
+        let shard = build_parts(&dir, &v, dim, &ids(n), part);
+        assert_eq!(shard.manifest().parts, None);
+        let text = std::fs::read_to_string(dir.join(MANIFEST)).unwrap();
+        assert!(!text.contains("parts"), "{text}");
+        assert!(!dir.join("qdrant-1").exists());
+    }
 }

@@ -54,9 +54,9 @@ pub fn shard_for(
     if let Some(shard) = open.get(&dir).and_then(Weak::upgrade) {
         return Ok(shard);
     }
-    // mapped, not read: a cached shard's open reads a few probe rows, and a build streams them
+    // the vector file, checked: a cached shard's open reads a few probe rows from it, and a
+    // build its rows a batch at a time
     let map = map_for(export, vectors)?;
-    let rows = map.rows()?;
     let src = source(export, vectors, settings);
     let expected = Expected {
         source: &src,
@@ -65,10 +65,10 @@ pub fn shard_for(
         dim: export.dim,
     };
     let shard = if dir.join(hnsw::MANIFEST).is_file() {
-        HnswShard::open(&dir, &expected, rows)
+        HnswShard::open(&dir, &expected, &*map)
     } else {
         let ids: Vec<&str> = export.chunks.iter().map(|c| c.id.as_str()).collect();
-        HnswShard::build(&dir, &src, rows, export.dim, &ids, settings).map(|(s, _)| s)
+        HnswShard::build(&dir, &src, &*map, export.dim, &ids, settings).map(|(s, _)| s)
     }
     .map_err(|e| {
         LegError::Engine(EngineError {
