@@ -594,7 +594,7 @@ mod tests {
                 ..d.clone()
             },
             SyntheticConfig {
-                entities: 500_001,
+                entities: 5_000_001,
                 distractors_per_entity: 1,
                 ..d.clone()
             },

@@ -143,6 +143,6 @@ mod tests {
             .all(|t| t.seconds > 0.0 && t.text_bytes > 0));
         assert!(r.growth_exponent.is_some());
         assert!(generate(&[], 1, 5).is_err());
-        assert!(generate(&[2_000_002], 1, 5).is_err(), "beyond the limit");
+        assert!(generate(&[20_000_002], 1, 5).is_err(), "beyond the limit");
     }
 }
