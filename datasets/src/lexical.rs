@@ -176,8 +176,10 @@ pub enum Bm25PartsError {
 
 impl Bm25Index {
     /// Builds the index over `texts` (chunk index = position).
-    pub fn build<'a>(
-        texts: impl IntoIterator<Item = &'a str>,
+    /// The texts are read once, in order, so an iterator that makes each as it goes holds one
+    /// at a time.
+    pub fn build(
+        texts: impl IntoIterator<Item = impl AsRef<str>>,
         tokenizer: &Tokenizer,
         params: Bm25Params,
     ) -> Bm25Index {
@@ -186,7 +188,7 @@ impl Bm25Index {
         for (chunk, text) in texts.into_iter().enumerate() {
             let mut tf: BTreeMap<String, u32> = BTreeMap::new();
             let mut len = 0u32;
-            tokenizer.for_each_token(text, |t| {
+            tokenizer.for_each_token(text.as_ref(), |t| {
                 len += 1;
                 *tf.entry(t.to_string()).or_default() += 1;
             });
@@ -195,13 +197,18 @@ impl Bm25Index {
                 per_term.entry(term).or_default().push((chunk as u32, n));
             }
         }
+        // the postings arrays at their exact size: grown by doubling, they could hold twice
+        // the postings while the per-term lists are still held
+        let total: usize = per_term.values().map(Vec::len).sum();
+        let mut offsets = Vec::with_capacity(per_term.len() + 1);
+        offsets.push(0);
         let mut parts = Bm25Parts {
             params,
             doc_len,
             terms: Vec::with_capacity(per_term.len()),
-            offsets: vec![0],
-            post_chunk: Vec::new(),
-            post_tf: Vec::new(),
+            offsets,
+            post_chunk: Vec::with_capacity(total),
+            post_tf: Vec::with_capacity(total),
         };
         for (term, postings) in per_term {
             parts.terms.push(term);
@@ -271,7 +278,33 @@ impl Bm25Index {
         })
     }
 
-    /// The persisted parts (inverse of [`Bm25Index::from_parts`]).
+    /// Token count of each chunk, by chunk index (a borrowed part of [`Bm25Index::to_parts`]).
+    pub fn doc_len(&self) -> &[u32] {
+        &self.doc_len
+    }
+
+    /// The sorted term dictionary; a term's id is its position.
+    pub fn terms(&self) -> &[String] {
+        &self.terms
+    }
+
+    /// `offsets[t]..offsets[t + 1]` is term `t`'s run in the postings (terms + 1 entries).
+    pub fn offsets(&self) -> &[u32] {
+        &self.offsets
+    }
+
+    /// The chunk of each posting, ascending within a term.
+    pub fn post_chunk(&self) -> &[u32] {
+        &self.post_chunk
+    }
+
+    /// The term frequency of each posting.
+    pub fn post_tf(&self) -> &[u32] {
+        &self.post_tf
+    }
+
+    /// The persisted parts (inverse of [`Bm25Index::from_parts`]), copied: the borrowed
+    /// accessors above read them without a second copy of the postings.
     pub fn to_parts(&self) -> Bm25Parts {
         Bm25Parts {
             params: self.params,

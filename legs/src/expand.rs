@@ -6,7 +6,8 @@
 //!
 //! * `hop_weight` × the number of distinct anchors it is 1-hop-linked to. A link between chunks
 //!   `a` and `b` is a KG edge (`a.nodes ∩ b.reach ≠ ∅` or `b.nodes ∩ a.reach ≠ ∅`) or a shared
-//!   entity (`a.nodes ∩ b.nodes ≠ ∅`); an anchor never links to itself;
+//!   entity (`a.nodes ∩ b.nodes ≠ ∅`); an anchor never links to itself. The edge test is asked
+//!   of the node adjacency ([`linked`]), so no chunk's reach list is held;
 //! * `community_weight` if its community equals the community of any *other* anchor (a chunk's
 //!   community is its own title node's: [`KnowledgeGraph::chunk_community`]);
 //! * `centrality_weight` × its peak node centrality ([`KnowledgeGraph::chunk_centrality`]),
@@ -23,7 +24,7 @@ use hopbench_datasets::enrich::KnowledgeGraph;
 use serde::{Deserialize, Serialize};
 
 use crate::candidate::{sort_ranked, Candidate};
-use crate::lanes::intersects;
+use crate::lanes::{intersects, GraphSource};
 use crate::leg::LegError;
 use crate::params::{Check, Checked};
 
@@ -66,34 +67,43 @@ crate::leaf_params!(ExpanderParams);
 
 const EMPTY: &[u32] = &[];
 
-/// A chunk's `(nodes, reach)` columns.
-type Columns<'a> = (&'a [u32], &'a [u32]);
-
-fn columns(kg: &KnowledgeGraph, chunk: u32) -> Columns<'_> {
-    let i = chunk as usize;
-    (
-        kg.chunk_nodes.get(i).map_or(EMPTY, Vec::as_slice),
-        kg.chunk_reach.get(i).map_or(EMPTY, Vec::as_slice),
-    )
+/// The nodes chunk `chunk` mentions (empty past the graph's chunks).
+fn nodes_of(kg: &KnowledgeGraph, chunk: u32) -> &[u32] {
+    kg.chunk_nodes
+        .get(chunk as usize)
+        .map_or(EMPTY, Vec::as_slice)
 }
 
-/// Whether chunks with columns `(a_nodes, a_reach)` and `(b_nodes, b_reach)` are 1-hop-linked.
-#[inline]
-pub fn linked(a: (&[u32], &[u32]), b: (&[u32], &[u32])) -> bool {
-    intersects(a.0, b.1) || intersects(b.0, a.1) || intersects(a.0, b.0)
+/// Whether chunks mentioning nodes `a` and `b` (each ascending, unique) are 1-hop-linked: they
+/// share a node, or an edge of `graph` joins a node of one to a node of the other. This is the
+/// test on the corpus's reach columns (`a ∩ reach(b)`, `b ∩ reach(a)`, `a ∩ b`), asked of the
+/// adjacency instead: a reach is its chunk's neighbours minus its own nodes, and a neighbour
+/// that is also an own node of the other chunk is a shared node.
+pub fn linked<G: GraphSource + ?Sized>(graph: &G, a: &[u32], b: &[u32]) -> bool {
+    intersects(a, b)
+        || a.iter().any(|&x| {
+            let row = graph.neighbours(x);
+            b.iter()
+                .any(|&y| row.binary_search_by_key(&y, |e| e.0).is_ok())
+        })
 }
 
 /// The Expander bonus of every candidate of `list` (same order), against the list's head.
-pub fn bonuses(kg: &KnowledgeGraph, list: &[Candidate], p: &ExpanderParams) -> Vec<f32> {
+pub fn bonuses<G: GraphSource + ?Sized>(
+    kg: &KnowledgeGraph,
+    graph: &G,
+    list: &[Candidate],
+    p: &ExpanderParams,
+) -> Vec<f32> {
     let mut out = vec![0.0f32; list.len()];
     if kg.chunk_nodes.is_empty() {
         return out;
     }
-    let anchors: Vec<(u32, Columns<'_>)> = list
+    let anchors: Vec<(u32, &[u32])> = list
         .iter()
         .take(p.seed_top_k)
-        .map(|c| (c.chunk, columns(kg, c.chunk)))
-        .filter(|(_, (n, r))| !(n.is_empty() && r.is_empty()))
+        .map(|c| (c.chunk, nodes_of(kg, c.chunk)))
+        .filter(|(_, n)| !n.is_empty())
         .collect();
     let communities: Vec<(u32, Option<u32>)> = if p.community_weight != 0.0 {
         anchors
@@ -104,14 +114,14 @@ pub fn bonuses(kg: &KnowledgeGraph, list: &[Candidate], p: &ExpanderParams) -> V
         Vec::new()
     };
     for (c, bonus) in list.iter().zip(out.iter_mut()) {
-        let cols = columns(kg, c.chunk);
-        if cols.0.is_empty() && cols.1.is_empty() {
+        let nodes = nodes_of(kg, c.chunk);
+        if nodes.is_empty() {
             continue;
         }
         if p.hop_weight != 0.0 {
             let links = anchors
                 .iter()
-                .filter(|&&(a, acols)| a != c.chunk && linked(cols, acols))
+                .filter(|&&(a, anodes)| a != c.chunk && linked(graph, nodes, anodes))
                 .count();
             *bonus += p.hop_weight * links as f32;
         }
@@ -134,8 +144,13 @@ pub fn bonuses(kg: &KnowledgeGraph, list: &[Candidate], p: &ExpanderParams) -> V
 
 /// Rescores `list` (a unit-scaled base in rank order) and re-sorts it; untouched when no
 /// candidate earns a bonus.
-pub fn expand(kg: &KnowledgeGraph, mut list: Vec<Candidate>, p: &ExpanderParams) -> Vec<Candidate> {
-    let b = bonuses(kg, &list, p);
+pub fn expand<G: GraphSource + ?Sized>(
+    kg: &KnowledgeGraph,
+    graph: &G,
+    mut list: Vec<Candidate>,
+    p: &ExpanderParams,
+) -> Vec<Candidate> {
+    let b = bonuses(kg, graph, &list, p);
     if b.iter().all(|&x| x == 0.0) {
         return list;
     }
@@ -192,11 +207,11 @@ mod tests {
             hop_weight: 0.125,
             ..Default::default()
         };
-        let b = bonuses(&g.kg, &base, &p);
+        let b = bonuses(&g.kg, &g, &base, &p);
         // 0: no other anchor linked; 3, 5: none; 6: no data; 2: shares node 0 with anchor 0;
         // 1: edge 0-1 to anchor 0; 4: edge 2-3 to anchor 5
         assert_eq!(b, vec![0.0, 0.0, 0.0, 0.0, 0.125, 0.125, 0.125]);
-        let out = expand(&g.kg, base, &p);
+        let out = expand(&g.kg, &g, base, &p);
         // 1 and 2 reach 0.875 and tie with chunk 3; 4 reaches 0.75 and ties with 6: ascending
         // chunk decides both ties
         assert_eq!(ids(&out), vec![0, 1, 2, 3, 5, 4, 6]);
@@ -207,9 +222,61 @@ mod tests {
             Candidate::new(2, 0.9),
             Candidate::new(1, 0.5),
         ];
-        let b = bonuses(&g.kg, &base, &ExpanderParams::default());
+        let b = bonuses(&g.kg, &g, &base, &ExpanderParams::default());
         // 0 <-> 2 share node 0; 1 links to both 0 and 2 (edge 0-1)
         assert_eq!(b, vec![0.1, 0.1, 0.1]);
+    }
+
+    /// The reach-based link, slowly: each chunk's reach (its nodes' neighbours minus its own
+    /// nodes), then the three intersections.
+    fn linked_by_reach(g: &MemGraph, a: &[u32], b: &[u32]) -> bool {
+        let reach = |ns: &[u32]| {
+            let mut r: Vec<u32> = ns
+                .iter()
+                .flat_map(|&v| g.neighbours(v).iter().map(|e| e.0))
+                .filter(|u| !ns.contains(u))
+                .collect();
+            r.sort_unstable();
+            r.dedup();
+            r
+        };
+        intersects(a, &reach(b)) || intersects(b, &reach(a)) || intersects(a, b)
+    }
+
+    #[test]
+    fn links_by_adjacency_equal_links_by_reach() {
+        // xorshift64: random graphs of up to ten nodes, every pair of their random chunks
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = move |m: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % m
+        };
+        for case in 0..300 {
+            let n = 1 + next(10) as u32;
+            let mut edges = Vec::new();
+            for a in 0..n {
+                for b in a + 1..n {
+                    if next(3) == 0 {
+                        edges.push((a, b));
+                    }
+                }
+            }
+            let chunks: Vec<Vec<u32>> = (0..6)
+                .map(|_| (0..n).filter(|_| next(4) == 0).collect())
+                .collect();
+            let g = MemGraph::new(n as usize, chunks.clone(), &edges, &[]);
+            for a in &chunks {
+                for b in &chunks {
+                    assert_eq!(
+                        linked(&g, a, b),
+                        linked_by_reach(&g, a, b),
+                        "case {case}: {a:?} ~ {b:?} over {edges:?}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]
@@ -230,7 +297,7 @@ mod tests {
             community_weight: 0.5,
             centrality_weight: 1.0,
         };
-        let b = bonuses(&g.kg, &base, &p);
+        let b = bonuses(&g.kg, &g, &base, &p);
         // 3: no other anchor in community 2; 4: none in 1 (itself excluded); 5: community 1 as
         // anchor 4. Centrality: peak of own nodes.
         assert_eq!(b, vec![0.0, 0.3, 0.5 + 0.05]);
@@ -244,16 +311,16 @@ mod tests {
             Candidate::new(4, 0.5),
             Candidate::new(2, 0.5),
         ];
-        let empty = KnowledgeGraph::default();
+        let empty = MemGraph::new(0, Vec::new(), &[], &[]);
         assert_eq!(
-            expand(&empty, base.clone(), &ExpanderParams::default()),
+            expand(&empty.kg, &empty, base.clone(), &ExpanderParams::default()),
             base
         );
         // a graph without links is a no-op too
         let g = graph();
         let base = vec![Candidate::new(3, 1.0), Candidate::new(6, 0.5)];
         assert_eq!(
-            expand(&g.kg, base.clone(), &ExpanderParams::default()),
+            expand(&g.kg, &g, base.clone(), &ExpanderParams::default()),
             base
         );
     }

@@ -311,13 +311,13 @@ impl GraphRescue {
                 seeds: Vec::new(),
             });
         }
-        let base = expand(kg, base, &cfg.expander);
-        let seeds = graph_seeds(&qs, &base, &kg.chunk_nodes, &cfg.seeds);
         let graph = ExportGraph {
             kg,
             index,
             num_chunks: self.export.chunks.len(),
         };
+        let base = expand(kg, &graph, base, &cfg.expander);
+        let seeds = graph_seeds(&qs, &base, &kg.chunk_nodes, &cfg.seeds);
         let lane_k = cfg.lane_cap.lane_k;
         let mut lists: Vec<Vec<Candidate>> = Vec::with_capacity(2);
         let mut hyperedges = Vec::new();

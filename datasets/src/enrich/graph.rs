@@ -1,6 +1,7 @@
 //! Building the [`KnowledgeGraph`] of a corpus: entities, aliases, mentions, edges, reach,
 //! hyperedges, then communities and centrality.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use rayon::prelude::*;
@@ -9,7 +10,6 @@ use super::community::louvain;
 use super::pagerank::pagerank;
 use super::text::{alias_ok, fold, sentences, title_aliases, Hit, Matcher};
 use super::{EnrichConfig, Hyperedge, KnowledgeGraph};
-use crate::csr::Csr;
 
 /// Co-occurrence pairs are formed among at most this many mentioned nodes per chunk (the first
 /// ones in text order), so a list-like chunk costs at most `30 * 29 / 2` pairs.
@@ -135,51 +135,33 @@ fn edges_of(scans: &[ChunkScan]) -> Vec<(u32, u32, f32)> {
     edges
 }
 
-/// Per chunk: the union of the neighbours of its nodes, minus its nodes, ascending.
-pub(crate) fn reach_of(
-    n: usize,
-    edges: &[(u32, u32, f32)],
-    chunk_nodes: &[Vec<u32>],
-) -> Vec<Vec<u32>> {
-    let adj = Csr::undirected(n, edges.iter().map(|&(a, b, _)| (a, b, ())));
-    chunk_nodes
-        .par_iter()
-        .map_init(
-            || (vec![u32::MAX; n], 0u32),
-            |(mark, stamp), nodes| {
-                *stamp = stamp.wrapping_add(1);
-                if *stamp == u32::MAX {
-                    mark.iter_mut().for_each(|m| *m = u32::MAX);
-                    *stamp = 0;
-                }
-                for &v in nodes {
-                    mark[v as usize] = *stamp;
-                }
-                let mut out = Vec::new();
-                for &v in nodes {
-                    for &(u, ()) in adj.row(v as usize) {
-                        if mark[u as usize] != *stamp {
-                            mark[u as usize] = *stamp;
-                            out.push(u);
-                        }
-                    }
-                }
-                out.sort_unstable();
-                // kept for the export's life, a million of them: without the growth's slack
-                out.shrink_to_fit();
-                out
-            },
-        )
-        .collect()
+/// A chunk as the graph reads it: its title (an entity when not blank) and the text its
+/// mentions are matched in (the text as embedded).
+pub trait GraphChunk: Sync {
+    /// The title, as published.
+    fn title(&self) -> &str;
+    /// The text as embedded: made on demand by a chunk that does not hold it, so a corpus's
+    /// texts need not be held twice while its graph is built.
+    fn text(&self) -> Cow<'_, str>;
+}
+
+impl GraphChunk for (&str, &str) {
+    fn title(&self) -> &str {
+        self.0
+    }
+    fn text(&self) -> Cow<'_, str> {
+        Cow::Borrowed(self.1)
+    }
 }
 
 /// Builds the knowledge graph of `chunks` (`(title, text as embedded)`, in chunk order). See
 /// the [module documentation](super) for every rule.
-pub fn build(chunks: &[(&str, &str)], cfg: &EnrichConfig) -> KnowledgeGraph {
+pub fn build<C: GraphChunk>(chunks: &[C], cfg: &EnrichConfig) -> KnowledgeGraph {
     let mut nodes: Vec<String> = chunks
         .iter()
-        .filter(|(t, _)| !t.trim().is_empty())
-        .map(|(t, _)| t.to_string())
+        .map(GraphChunk::title)
+        .filter(|t| !t.trim().is_empty())
+        .map(str::to_string)
         .collect();
     nodes.sort_unstable();
     nodes.dedup();
@@ -200,12 +182,10 @@ pub fn build(chunks: &[(&str, &str)], cfg: &EnrichConfig) -> KnowledgeGraph {
     };
     let scans: Vec<ChunkScan> = chunks
         .par_iter()
-        .map(|(title, text)| scan(title_node(title), text, matcher.as_ref(), &caps))
+        .map(|c| scan(title_node(c.title()), &c.text(), matcher.as_ref(), &caps))
         .collect();
 
     let edges = edges_of(&scans);
-    let chunk_nodes: Vec<Vec<u32>> = scans.iter().map(|s| s.nodes.clone()).collect();
-    let chunk_reach = reach_of(n, &edges, &chunk_nodes);
     let hyperedges: Vec<Hyperedge> = scans
         .iter()
         .enumerate()
@@ -217,6 +197,8 @@ pub fn build(chunks: &[(&str, &str)], cfg: &EnrichConfig) -> KnowledgeGraph {
         })
         .collect();
     let chunk_title: Vec<Option<u32>> = scans.iter().map(|s| s.title).collect();
+    // each chunk's node list moves out of its scan; the rest of the scan goes with it
+    let chunk_nodes: Vec<Vec<u32>> = scans.into_iter().map(|s| s.nodes).collect();
     let (node_community, node_centrality) = rayon::join(
         || louvain(n, &edges, cfg.community_seed),
         || pagerank(n, &edges, cfg.pagerank_damping, cfg.pagerank_iterations),
@@ -225,7 +207,6 @@ pub fn build(chunks: &[(&str, &str)], cfg: &EnrichConfig) -> KnowledgeGraph {
         nodes,
         aliases,
         chunk_nodes,
-        chunk_reach,
         node_community,
         node_centrality,
         edges,
@@ -294,7 +275,7 @@ pub(super) mod tests {
             ]
         );
         assert_eq!(
-            kg.chunk_reach,
+            kg.chunk_reach(),
             vec![vec![2], vec![2, 3], vec![0], vec![1, 3]]
         );
         // sentence 0 of chunk 0 has Alpha (title, first sentence) and Beta; sentence 1 Gamma+Beta
@@ -407,7 +388,7 @@ pub(super) mod tests {
         );
         assert_eq!(kg.chunk_nodes[2], vec![0, 2]);
         assert_eq!(kg.edges, vec![(0, 2, 1.0)]);
-        let empty = build(&[], &EnrichConfig::default());
+        let empty = build::<(&str, &str)>(&[], &EnrichConfig::default());
         assert_eq!(empty, KnowledgeGraph::default());
     }
 }

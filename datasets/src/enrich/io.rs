@@ -14,11 +14,12 @@
 //! corpus columns are denormalised (what the seed's consumers read per candidate) and
 //! [`read_kg`] recomputes each of them from the graph files and refuses any disagreement.
 
+use std::ops::Range;
 use std::path::Path;
 
 use arrow_array::ArrayRef;
 
-use super::graph::reach_of;
+use super::reach::Reach;
 use super::text::title_aliases;
 use super::{Hyperedge, KnowledgeGraph};
 use crate::error::{Error, Result};
@@ -32,23 +33,61 @@ pub const KG_FILES: [&str; 4] = [
     "kg-hyperedges.parquet",
 ];
 
-/// The four denormalised corpus columns of `kg` (one row per chunk): `kg_node_ids`, `kg_reach`,
-/// `kg_community` (the chunk's own title node's community) and `kg_node_centrality` (the peak
-/// centrality of its nodes).
+/// The four denormalised corpus columns of `kg`, whole (one row per chunk): `kg_node_ids`,
+/// `kg_reach`, `kg_community` (the chunk's own title node's community) and
+/// `kg_node_centrality` (the peak centrality of its nodes). A corpus written a slice of rows
+/// at a time takes them from [`CorpusColumns`] instead.
 pub fn corpus_columns(kg: &KnowledgeGraph) -> Vec<(&'static str, ArrayRef)> {
-    let n = kg.chunk_nodes.len() as u32;
-    vec![
-        ("kg_node_ids", pq::u32_lists(&kg.chunk_nodes)),
-        ("kg_reach", pq::u32_lists(&kg.chunk_reach)),
-        (
-            "kg_community",
-            pq::opt_u32s(&(0..n).map(|c| kg.chunk_community(c)).collect::<Vec<_>>()),
-        ),
-        (
-            "kg_node_centrality",
-            pq::f32s(&(0..n).map(|c| kg.chunk_centrality(c)).collect::<Vec<_>>()),
-        ),
-    ]
+    let columns = CorpusColumns::new(kg.clone());
+    columns.rows(0..columns.len())
+}
+
+/// What the corpus's four knowledge-graph columns are written from, a slice of rows at a
+/// time: each chunk's nodes, community and peak centrality, and the adjacency its reach is
+/// computed from when its slice is written (the reach lists are never held whole).
+#[derive(Debug, Clone, Default)]
+pub struct CorpusColumns {
+    chunk_nodes: Vec<Vec<u32>>,
+    community: Vec<Option<u32>>,
+    centrality: Vec<f32>,
+    reach: Reach,
+}
+
+impl CorpusColumns {
+    /// Keeps what the columns need of `kg` and drops the rest (names, aliases, hyperedges).
+    pub fn new(kg: KnowledgeGraph) -> CorpusColumns {
+        let n = kg.chunk_nodes.len() as u32;
+        let community = (0..n).map(|c| kg.chunk_community(c)).collect();
+        let centrality = (0..n).map(|c| kg.chunk_centrality(c)).collect();
+        let reach = Reach::new(kg.nodes.len(), &kg.edges);
+        CorpusColumns {
+            chunk_nodes: kg.chunk_nodes,
+            community,
+            centrality,
+            reach,
+        }
+    }
+
+    /// Chunks (rows).
+    pub fn len(&self) -> usize {
+        self.chunk_nodes.len()
+    }
+
+    /// Whether there are no chunks.
+    pub fn is_empty(&self) -> bool {
+        self.chunk_nodes.is_empty()
+    }
+
+    /// The four columns of the chunks in `rows` (within `0..len()`).
+    pub fn rows(&self, rows: Range<usize>) -> Vec<(&'static str, ArrayRef)> {
+        let nodes = &self.chunk_nodes[rows.clone()];
+        vec![
+            ("kg_node_ids", pq::u32_lists(nodes)),
+            ("kg_reach", self.reach.column(nodes)),
+            ("kg_community", pq::opt_u32s(&self.community[rows.clone()])),
+            ("kg_node_centrality", pq::f32s(&self.centrality[rows])),
+        ]
+    }
 }
 
 /// Writes [`KG_FILES`] of `kg` into `dir`.
@@ -155,7 +194,6 @@ pub fn read_kg(dir: &Path, corpus: &Columns<'_>) -> Result<KnowledgeGraph> {
     let chunk_nodes = read_chunk_nodes(corpus, n, &chunk_title)?;
     let hyperedges = read_hyperedges(&dir.join(KG_FILES[3]), corpus.rows(), n, &chunk_nodes)?;
     let kg = KnowledgeGraph {
-        chunk_reach: reach_of(n, &edges, &chunk_nodes),
         nodes,
         aliases,
         chunk_nodes,
@@ -451,22 +489,32 @@ fn read_hyperedges(
 fn check_denormalised(corpus: &Columns<'_>, kg: &KnowledgeGraph) -> Result<()> {
     let num_chunks = corpus.rows();
     let cpath = corpus.path;
-    // streamed from the file, a batch of rows at a time: at a million chunks the column is
-    // some 10^8 numbers, and the graph's own lists are already held
-    pq::for_each_u32_list(cpath, "kg_reach", |c, reach| match kg.chunk_reach.get(c) {
-        Some(want) if want.as_slice() == reach => Ok(()),
-        want => Err(err(
+    // streamed from the file a batch of rows at a time, each row against the reach computed
+    // for it alone: at a million chunks the column is some 10^8 numbers
+    let reach = Reach::new(kg.nodes.len(), &kg.edges);
+    let mut want = Vec::new();
+    pq::for_each_u32_list(cpath, "kg_reach", |c, found| {
+        let Some(nodes) = kg.chunk_nodes.get(c) else {
+            return Err(err(
+                cpath,
+                c,
+                "kg_reach",
+                format!("is a row past the corpus's {num_chunks} chunks"),
+            ));
+        };
+        reach.row_into(nodes, &mut want);
+        if want.as_slice() == found {
+            return Ok(());
+        }
+        Err(err(
             cpath,
             c,
             "kg_reach",
-            match want {
-                Some(want) => format!(
-                    "is {reach:?}, but the edges in {} give {want:?}",
-                    KG_FILES[2]
-                ),
-                None => format!("is a row past the corpus's {num_chunks} chunks"),
-            },
-        )),
+            format!(
+                "is {found:?}, but the edges in {} give {want:?}",
+                KG_FILES[2]
+            ),
+        ))
     })?;
     let community = corpus.opt_u32s("kg_community")?;
     if let Some(c) = (0..num_chunks).find(|&c| community[c] != kg.chunk_community(c as u32)) {
@@ -522,6 +570,27 @@ mod tests {
         write_kg(dir, kg).unwrap();
     }
 
+    #[test]
+    fn columns_written_by_slices_equal_the_whole() {
+        let kg = build(&chunks(), &EnrichConfig::default());
+        let whole = corpus_columns(&kg);
+        let columns = CorpusColumns::new(kg.clone());
+        assert_eq!(columns.len(), kg.chunk_nodes.len());
+        for cut in 0..=columns.len() {
+            let (a, b) = (columns.rows(0..cut), columns.rows(cut..columns.len()));
+            for ((name, w), ((na, a), (nb, b))) in whole.iter().zip(a.iter().zip(&b)) {
+                assert_eq!((name, name), (na, nb));
+                let rest = columns.len() - cut;
+                assert_eq!(a.as_ref(), w.slice(0, cut).as_ref(), "{name} up to {cut}");
+                assert_eq!(b.as_ref(), w.slice(cut, rest).as_ref(), "{name} from {cut}");
+            }
+        }
+        assert_eq!(
+            whole[1].1.as_ref(),
+            pq::u32_lists(&kg.chunk_reach()).as_ref()
+        );
+    }
+
     fn write_all(dir: &Path, kg: &KnowledgeGraph) {
         write_mixed(dir, kg, kg)
     }
@@ -565,7 +634,8 @@ mod tests {
         let good = build(&chunks(), &EnrichConfig::default());
         let mut kg = good.clone();
         kg.edges[0].1 = 9;
-        expect(kg, "kg-edges.parquet", "b");
+        // the corpus's reach is written from a graph whose edges are in range
+        expect_mixed(&good, &kg, "kg-edges.parquet", "b");
         let mut kg = good.clone();
         kg.edges.swap(0, 1);
         expect(kg, "kg-edges.parquet", "a");
@@ -590,9 +660,21 @@ mod tests {
         let mut kg = good.clone();
         kg.chunk_nodes[3] = vec![];
         expect(kg, "corpus.parquet", "kg_node_ids");
-        let mut kg = good.clone();
-        kg.chunk_reach[0].push(3);
-        expect(kg, "corpus.parquet", "kg_reach");
+        // a reach row one node longer than the edges give
+        let tmp = tempfile::tempdir().unwrap();
+        write_all(tmp.path(), &good);
+        let mut reach = good.chunk_reach();
+        reach[0].push(3);
+        let mut cols = vec![(
+            "title",
+            pq::strings(&chunks().iter().map(|c| c.0).collect::<Vec<_>>()),
+        )];
+        cols.extend(corpus_columns(&good));
+        cols[2].1 = pq::u32_lists(&reach);
+        assert_eq!(cols[2].0, "kg_reach");
+        pq::write(&tmp.path().join("corpus.parquet"), cols).unwrap();
+        let e = read_back(tmp.path()).unwrap_err().to_string();
+        assert!(e.contains("corpus.parquet") && e.contains("row 0") && e.contains("`kg_reach`"), "{e}");
         let mut kg = good.clone();
         kg.node_community[0] = 2;
         expect(kg, "kg-nodes.parquet", "community");

@@ -51,7 +51,9 @@
 //!   chunk every mention takes part in co-occurrence.
 //!
 //! Weights are summed exactly (integer half-units), so they are multiples of 0.5.
-//! `chunk_reach[c]` = the union of the neighbours of `chunk_nodes[c]`, minus `chunk_nodes[c]`.
+//! The **reach** of chunk `c` = the union of the neighbours of `chunk_nodes[c]`, minus
+//! `chunk_nodes[c]` (written to the corpus as `kg_reach`, computed a row at a time, never held:
+//! [`KnowledgeGraph::chunk_reach`]).
 //!
 //! # Communities
 //! Multi-level Louvain on the weighted entity graph (details in `community.rs`): node visiting
@@ -91,14 +93,15 @@ mod graph;
 mod index;
 mod io;
 mod pagerank;
+mod reach;
 mod text;
 
 use serde::{Deserialize, Serialize};
 
 pub(crate) use community::louvain;
-pub use graph::{build, COOCCURRENCE_CAP, COOCCURRENCE_WEIGHT, MENTION_WEIGHT};
+pub use graph::{build, GraphChunk, COOCCURRENCE_CAP, COOCCURRENCE_WEIGHT, MENTION_WEIGHT};
 pub use index::KgIndex;
-pub use io::{corpus_columns, read_kg, write_kg, KG_FILES};
+pub use io::{corpus_columns, read_kg, write_kg, CorpusColumns, KG_FILES};
 
 /// Enrichment settings (hashed into the export's input key).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -168,10 +171,9 @@ pub struct KnowledgeGraph {
     /// qualifier stripped: "Lilu (mythology)" -> "lilu (mythology)", "lilu"). An alias claimed by
     /// several titles maps to the smallest node id.
     pub aliases: Vec<(String, u32)>,
-    /// Per chunk: entity nodes it mentions (its own title's node included).
+    /// Per chunk: entity nodes it mentions (its own title's node included). Its 1-hop
+    /// projection (the reach) is not held: [`KnowledgeGraph::chunk_reach`].
     pub chunk_nodes: Vec<Vec<u32>>,
-    /// Per chunk: 1-hop projection: nodes adjacent (by an edge) to any of its nodes, minus its own.
-    pub chunk_reach: Vec<Vec<u32>>,
     /// Per node: community id (Louvain over the weighted entity graph).
     pub node_community: Vec<u32>,
     /// Per node: PageRank centrality (sums to 1 over nodes).
@@ -215,6 +217,15 @@ impl KnowledgeGraph {
                 .filter_map(|&v| self.node_centrality.get(v as usize).copied())
                 .fold(0.0, f32::max)
         })
+    }
+
+    /// Every chunk's reach: the nodes adjacent (by an edge) to any of its nodes, minus its own,
+    /// ascending. Computed here from the edges, all at once: the corpus's `kg_reach` column is
+    /// this, written and checked a slice of rows at a time, and the Expander tests adjacency
+    /// directly, so nothing holds the whole table (some 400 MB at a million chunks) but a
+    /// caller of this.
+    pub fn chunk_reach(&self) -> Vec<Vec<u32>> {
+        reach::Reach::new(self.nodes.len(), &self.edges).rows(&self.chunk_nodes)
     }
 
     /// Community of chunk `chunk`'s own title node (`None` for an untitled or out-of-range chunk).
@@ -352,7 +363,8 @@ mod real_corpora {
             let mean = |f: &dyn Fn(usize) -> usize| {
                 (0..chunks.len()).map(f).sum::<usize>() as f64 / chunks.len() as f64
             };
-            let max_reach = kg.chunk_reach.iter().map(Vec::len).max().unwrap_or(0);
+            let chunk_reach = kg.chunk_reach();
+            let max_reach = chunk_reach.iter().map(Vec::len).max().unwrap_or(0);
             let mut sizes = vec![0usize; s.communities];
             for &c in &kg.node_community {
                 sizes[c as usize] += 1;
@@ -392,7 +404,7 @@ mod real_corpora {
                 "mean |kg_node_ids| {:.2}, mean |kg_reach| {:.1}, max |kg_reach| {max_reach}, \
                  mean hyperedge size {:.2}",
                 mean(&|c| kg.chunk_nodes[c].len()),
-                mean(&|c| kg.chunk_reach[c].len()),
+                mean(&|c| chunk_reach[c].len()),
                 kg.hyperedges.iter().map(|h| h.nodes.len()).sum::<usize>() as f64
                     / kg.hyperedges.len().max(1) as f64
             );

@@ -124,26 +124,22 @@ pub(super) fn build(
             }
         })
         .collect();
-    let full: Vec<String> = texts.iter().map(ChunkText::full_text).collect();
-    let chunks = chunk_records(named, &full, &docs, &spans);
+    // each reader makes a chunk's full text (header, joiner, body) as it reads it: held for
+    // every chunk, they would be the corpus's text a second time
+    let chunks = chunk_records(named, &texts, &docs, &spans);
 
     let tokenizer = Tokenizer::english();
     let (bm25_terms, bm25_postings) = crate::stages::timed("bm25", || {
-        let bm25 = Bm25Index::build(full.iter().map(String::as_str), &tokenizer, config.bm25);
+        let bm25 = Bm25Index::build(texts.iter().map(ChunkText::full_text), &tokenizer, config.bm25);
         out.map(|dir| super::write::write_bm25(dir, &bm25))
             .transpose()?;
         Ok::<_, Error>((bm25.num_terms(), bm25.num_postings()))
     })?;
     let (kg_stats, kg_columns) = crate::stages::timed("kg", || {
-        let titled: Vec<(&str, &str)> = texts
-            .iter()
-            .zip(&full)
-            .map(|(c, f)| (c.title.as_str(), f.as_str()))
-            .collect();
-        let kg = enrich::build(&titled, &config.enrich);
+        let kg = enrich::build(&texts, &config.enrich);
         out.map(|dir| enrich::write_kg(dir, &kg)).transpose()?;
-        // what the corpus file carries of the graph, kept for it; the graph itself is dropped
-        Ok::<_, Error>((kg.stats(), out.map(|_| enrich::corpus_columns(&kg))))
+        // what the corpus file carries of the graph is kept for it; the rest is dropped
+        Ok::<_, Error>((kg.stats(), out.map(|_| enrich::CorpusColumns::new(kg))))
     })?;
 
     let sub_texts: Vec<Option<Vec<String>>> = queries
@@ -155,12 +151,10 @@ pub(super) fn build(
     // writes them (only one slice's vectors are held); an embed-only pass embeds them here
     let by_slice = out.is_some();
     let v = crate::stages::timed("embed", || match external {
-        None => embedded(
-            &texts, &full, &queries, &sub_texts, any_header, by_slice, embed,
-        ),
+        None => embedded(&texts, &queries, &sub_texts, any_header, by_slice, embed),
         Some(x) => from_files(x, &chunks, &queries, any_header),
     })?;
-    drop((full, sub_texts));
+    drop(sub_texts);
     let stats = ExportStats {
         chunks: chunks.len(),
         documents: docs.len(),
@@ -331,11 +325,11 @@ fn check_spans(
 }
 
 /// The chunk of each passage (`named`: its id and document): its document's index in `docs`
-/// (sorted names), the token count of its `full` text (what is indexed and embedded) and its
+/// (sorted names), the token count of its full text (what is indexed and embedded) and its
 /// span.
 fn chunk_records(
     named: Vec<(String, Option<String>)>,
-    full: &[String],
+    texts: &[ChunkText],
     docs: &[String],
     spans: &BTreeMap<String, Span>,
 ) -> Vec<Chunk> {
@@ -346,10 +340,10 @@ fn chunk_records(
         .collect();
     named
         .into_iter()
-        .zip(full)
-        .map(|((id, doc), full)| Chunk {
+        .zip(texts)
+        .map(|((id, doc), text)| Chunk {
             doc: doc.as_deref().map(|d| doc_index[d]),
-            tokens: heuristic_tokens(full),
+            tokens: heuristic_tokens(&text.full_text()),
             span: spans.get(&id).copied(),
             id,
         })
@@ -484,7 +478,6 @@ enum Passages {
 /// where some chunk has a header) unless they are embedded `by_slice` as they are written.
 fn embedded(
     texts: &[ChunkText],
-    full: &[String],
     queries: &[QueryRecord],
     sub_texts: &[Option<Vec<String>>],
     any_header: bool,
@@ -495,8 +488,11 @@ fn embedded(
     let passages = if by_slice {
         Passages::BySlice
     } else {
-        let refs: Vec<&str> = full.iter().map(String::as_str).collect();
-        let embeddings = flatten((embed.embed)(&refs, "passages")?, dim, "passages")?;
+        let embeddings = {
+            let full: Vec<String> = texts.iter().map(ChunkText::full_text).collect();
+            let refs: Vec<&str> = full.iter().map(String::as_str).collect();
+            flatten((embed.embed)(&refs, "passages")?, dim, "passages")?
+        };
         let content = if any_header {
             let content: Vec<&str> = texts.iter().map(|t| t.text.as_str()).collect();
             Some(flatten(

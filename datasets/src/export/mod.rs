@@ -189,6 +189,16 @@ impl ChunkText {
     }
 }
 
+/// The graph reads a chunk's title and its text as embedded, made when it is read.
+impl crate::enrich::GraphChunk for ChunkText {
+    fn title(&self) -> &str {
+        &self.title
+    }
+    fn text(&self) -> std::borrow::Cow<'_, str> {
+        std::borrow::Cow::Owned(self.full_text())
+    }
+}
+
 /// One evaluation query, with gold resolved to chunk indices.
 #[derive(Debug, Clone, PartialEq)]
 pub struct QueryRecord {

@@ -133,7 +133,7 @@ fn round_trip_sorts_chunks_resolves_gold_and_reuses() {
     assert_eq!(kg.chunk_nodes, vec![vec![0, 1], vec![0, 1, 2], vec![2]]);
     // Alpha -> Beta (1.0), Beta -> Alpha (1.0), Beta -> Gamma (1.0), Alpha ~ Gamma in Beta (0.5)
     assert_eq!(kg.edges, vec![(0, 1, 2.0), (0, 2, 0.5), (1, 2, 1.0)]);
-    assert_eq!(kg.chunk_reach, vec![vec![2], vec![], vec![0, 1]]);
+    assert_eq!(kg.chunk_reach(), vec![vec![2], vec![], vec![0, 1]]);
     assert_eq!(m.stats.kg, kg.stats());
     assert_eq!((m.stats.kg.entities, m.stats.kg.edges), (3, 3));
     assert_eq!(ix.query_seeds("Where was BETA born, alpha?"), vec![1, 0]);

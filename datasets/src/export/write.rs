@@ -87,8 +87,8 @@ pub(super) struct Corpus<'a> {
     pub(super) chunks: &'a [Chunk],
     pub(super) texts: &'a [ChunkText],
     pub(super) docs: &'a [String],
-    /// The knowledge graph's per-chunk columns ([`crate::enrich::corpus_columns`]).
-    pub(super) kg_columns: Vec<(&'static str, ArrayRef)>,
+    /// The knowledge graph's per-chunk columns, made a slice at a time.
+    pub(super) kg_columns: crate::enrich::CorpusColumns,
 }
 
 /// One slice's vector columns: `embedding`, and `embedding_content` where the corpus has
@@ -163,7 +163,7 @@ fn corpus_rows(
     if let Some(ce) = content {
         cols.push(("embedding_content", ce));
     }
-    cols.extend((b.kg_columns.iter()).map(|(name, a)| (*name, a.slice(rows.start, rows.len()))));
+    cols.extend(b.kg_columns.rows(rows));
     cols
 }
 
@@ -292,26 +292,27 @@ fn query_rows<'a>(
 /// Writes the BM25 index as `bm25-stats.json` (tokenizer, parameters, document lengths) and
 /// `bm25-postings.parquet` (one row per term), what loading rebuilds it from.
 pub(super) fn write_bm25(dir: &Path, bm25: &Bm25Index) -> Result<()> {
-    let parts = bm25.to_parts();
+    // read from the index in place: a copy of the parts would hold the postings twice
     let stats = Bm25Stats {
         tokenizer: Tokenizer::english().name().into(),
-        params: parts.params,
-        chunks: parts.doc_len.len(),
+        params: bm25.params(),
+        chunks: bm25.num_chunks(),
         avgdl: bm25.avgdl(),
-        doc_len: parts.doc_len.clone(),
+        doc_len: bm25.doc_len().to_vec(),
     };
     let path = dir.join("bm25-stats.json");
     fs::write(&path, serde_json::to_vec(&stats).expect("stats"))
         .map_err(|e| Error::io(&path, e))?;
+    drop(stats);
     pq::write(
         &dir.join("bm25-postings.parquet"),
         vec![
-            ("term", pq::strings(&parts.terms)),
+            ("term", pq::strings(bm25.terms())),
             (
                 "chunks",
-                pq::u32_lists_flat(&parts.offsets, &parts.post_chunk),
+                pq::u32_lists_flat(bm25.offsets(), bm25.post_chunk()),
             ),
-            ("tfs", pq::u32_lists_flat(&parts.offsets, &parts.post_tf)),
+            ("tfs", pq::u32_lists_flat(bm25.offsets(), bm25.post_tf())),
         ],
     )?;
     Ok(())

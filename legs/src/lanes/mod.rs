@@ -225,7 +225,7 @@ pub(crate) mod testgraph {
 
     impl MemGraph {
         /// `nodes` nodes; `chunk_nodes[c]` the nodes chunk `c` mentions; undirected `edges`;
-        /// `hyperedges` as `(chunk, nodes)`. Reach is the 1-hop projection minus own nodes.
+        /// `hyperedges` as `(chunk, nodes)`.
         pub(crate) fn new(
             nodes: usize,
             chunk_nodes: Vec<Vec<u32>>,
@@ -254,19 +254,6 @@ pub(crate) mod testgraph {
                     node_chunks[n as usize].push(c as u32);
                 }
             }
-            let chunk_reach: Vec<Vec<u32>> = chunk_nodes
-                .iter()
-                .map(|ns| {
-                    let mut r: Vec<u32> = ns
-                        .iter()
-                        .flat_map(|&n| adj[n as usize].iter().map(|x| x.0))
-                        .filter(|x| !ns.contains(x))
-                        .collect();
-                    r.sort_unstable();
-                    r.dedup();
-                    r
-                })
-                .collect();
             let mut hs: Vec<Hyperedge> = hyperedges
                 .iter()
                 .map(|&(chunk, ns)| {
@@ -287,7 +274,6 @@ pub(crate) mod testgraph {
                 nodes: (0..nodes).map(|i| format!("n{i:04}")).collect(),
                 aliases: Vec::new(),
                 chunk_nodes,
-                chunk_reach,
                 node_community: vec![0; nodes],
                 node_centrality: vec![1.0 / nodes.max(1) as f32; nodes],
                 edges: es,

@@ -74,21 +74,22 @@ pub struct ChunkTerms {
 impl ChunkTerms {
     /// Transposes `index`'s postings (O(postings) time and memory).
     pub fn from_bm25(index: &Bm25Index) -> ChunkTerms {
-        let parts = index.to_parts();
-        let n = parts.doc_len.len();
+        // the postings read in place, not copied out of the index
+        let (post_chunk, runs) = (index.post_chunk(), index.offsets());
+        let n = index.num_chunks();
         let mut offsets = vec![0u64; n + 1];
-        for &c in &parts.post_chunk {
+        for &c in post_chunk {
             offsets[c as usize + 1] += 1;
         }
         for i in 0..n {
             offsets[i + 1] += offsets[i];
         }
         let mut fill: Vec<u64> = offsets[..n].to_vec();
-        let mut terms = vec![0u32; parts.post_chunk.len()];
+        let mut terms = vec![0u32; post_chunk.len()];
         // terms ascend across the term-major runs, so each chunk's list comes out ascending
-        for t in 0..parts.terms.len() {
-            let (s, e) = (parts.offsets[t] as usize, parts.offsets[t + 1] as usize);
-            for &c in &parts.post_chunk[s..e] {
+        for t in 0..index.num_terms() {
+            let (s, e) = (runs[t] as usize, runs[t + 1] as usize);
+            for &c in &post_chunk[s..e] {
                 let slot = &mut fill[c as usize];
                 terms[*slot as usize] = t as u32;
                 *slot += 1;
