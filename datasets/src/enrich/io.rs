@@ -674,7 +674,10 @@ mod tests {
         assert_eq!(cols[2].0, "kg_reach");
         pq::write(&tmp.path().join("corpus.parquet"), cols).unwrap();
         let e = read_back(tmp.path()).unwrap_err().to_string();
-        assert!(e.contains("corpus.parquet") && e.contains("row 0") && e.contains("`kg_reach`"), "{e}");
+        assert!(
+            e.contains("corpus.parquet") && e.contains("row 0") && e.contains("`kg_reach`"),
+            "{e}"
+        );
         let mut kg = good.clone();
         kg.node_community[0] = 2;
         expect(kg, "kg-nodes.parquet", "community");

@@ -108,10 +108,18 @@ mod tests {
             }
             let rows = reach.rows(&chunk_nodes);
             for (nodes, row) in chunk_nodes.iter().zip(&rows) {
-                assert_eq!(row, &reference(n, &edges, nodes), "case {case}, nodes {nodes:?}");
+                assert_eq!(
+                    row,
+                    &reference(n, &edges, nodes),
+                    "case {case}, nodes {nodes:?}"
+                );
             }
             let column = reach.column(&chunk_nodes);
-            assert_eq!(column.as_ref(), pq::u32_lists(&rows).as_ref(), "case {case}");
+            assert_eq!(
+                column.as_ref(),
+                pq::u32_lists(&rows).as_ref(),
+                "case {case}"
+            );
         }
     }
 

@@ -130,7 +130,11 @@ pub(super) fn build(
 
     let tokenizer = Tokenizer::english();
     let (bm25_terms, bm25_postings) = crate::stages::timed("bm25", || {
-        let bm25 = Bm25Index::build(texts.iter().map(ChunkText::full_text), &tokenizer, config.bm25);
+        let bm25 = Bm25Index::build(
+            texts.iter().map(ChunkText::full_text),
+            &tokenizer,
+            config.bm25,
+        );
         out.map(|dir| super::write::write_bm25(dir, &bm25))
             .transpose()?;
         Ok::<_, Error>((bm25.num_terms(), bm25.num_postings()))
