@@ -121,7 +121,9 @@ pub struct Bm25Index {
     terms: Vec<String>,
     offsets: Vec<u32>,
     post_chunk: Vec<u32>,
-    post_tf: Vec<u32>,
+    /// Each posting's score contribution, computed from its term frequency, which is then
+    /// dropped: a search reads only the impacts, and the frequencies are written from the
+    /// [`Bm25Parts`] a build makes, so the index holds one array of postings fewer.
     impact: Vec<f32>,
 }
 
@@ -141,6 +143,104 @@ pub struct Bm25Parts {
     pub post_chunk: Vec<u32>,
     /// Term frequency of each posting.
     pub post_tf: Vec<u32>,
+}
+
+/// A [`Bm25Index`] rebuilt from persisted parts whose term frequencies come a term at a time,
+/// as a reader streams them: each term's impacts are made as its frequencies arrive, so the
+/// frequencies (a `u32` per posting, 105 MB at a million chunks) are never held whole.
+#[derive(Debug)]
+pub struct Bm25Loading {
+    /// The index, its impacts filled up to term `next`.
+    index: Bm25Index,
+    next: usize,
+}
+
+impl Bm25Loading {
+    /// Checks the parts but the frequencies (which [`Bm25Loading::term`] takes): offsets one
+    /// longer than the terms, ascending, ending at the postings' length; terms sorted and
+    /// unique; every posting's chunk one of `doc_len`'s.
+    pub fn new(
+        params: Bm25Params,
+        doc_len: Vec<u32>,
+        terms: Vec<String>,
+        offsets: Vec<u32>,
+        post_chunk: Vec<u32>,
+    ) -> Result<Bm25Loading, Bm25PartsError> {
+        if offsets.len() != terms.len() + 1 {
+            return Err(Bm25PartsError::OffsetsLength {
+                offsets: offsets.len(),
+                terms: terms.len(),
+            });
+        }
+        if *offsets.last().unwrap_or(&0) as usize != post_chunk.len() {
+            return Err(Bm25PartsError::PostingsLength);
+        }
+        if offsets.windows(2).any(|w| w[0] > w[1]) {
+            return Err(Bm25PartsError::OffsetsNotAscending);
+        }
+        if terms.windows(2).any(|w| w[0] >= w[1]) {
+            return Err(Bm25PartsError::TermsNotSorted);
+        }
+        let n = doc_len.len();
+        if let Some(&bad) = post_chunk.iter().find(|&&c| c as usize >= n) {
+            return Err(Bm25PartsError::ChunkOutOfRange {
+                chunk: bad,
+                chunks: n,
+            });
+        }
+        let avgdl = mean_len(&doc_len);
+        let impact = Vec::with_capacity(post_chunk.len());
+        Ok(Bm25Loading {
+            index: Bm25Index {
+                params,
+                doc_len,
+                avgdl,
+                terms,
+                offsets,
+                post_chunk,
+                impact,
+            },
+            next: 0,
+        })
+    }
+
+    /// The next term's frequencies, one per posting of its run: a run of another length, or
+    /// a term past the last, is refused.
+    pub fn term(&mut self, tfs: &[u32]) -> Result<(), Bm25PartsError> {
+        let ix = &mut self.index;
+        let t = self.next;
+        if t + 1 >= ix.offsets.len() {
+            return Err(Bm25PartsError::PostingsLength);
+        }
+        let (s, e) = (ix.offsets[t] as usize, ix.offsets[t + 1] as usize);
+        if tfs.len() != e - s {
+            return Err(Bm25PartsError::PostingsLength);
+        }
+        let n = ix.doc_len.len() as f64;
+        let (k1, b, avgdl) = (ix.params.k1 as f64, ix.params.b as f64, ix.avgdl);
+        let df = (e - s) as f64;
+        let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
+        for (&tf, &chunk) in tfs.iter().zip(&ix.post_chunk[s..e]) {
+            let tf = tf as f64;
+            let dl = ix.doc_len[chunk as usize] as f64;
+            let norm = if avgdl > 0.0 {
+                1.0 - b + b * dl / avgdl
+            } else {
+                1.0
+            };
+            ix.impact.push((idf * tf / (tf + k1 * norm)) as f32);
+        }
+        self.next += 1;
+        Ok(())
+    }
+
+    /// The index, once every term's frequencies came.
+    pub fn finish(self) -> Result<Bm25Index, Bm25PartsError> {
+        if self.next != self.index.terms.len() {
+            return Err(Bm25PartsError::PostingsLength);
+        }
+        Ok(self.index)
+    }
 }
 
 /// Why persisted parts make no consistent [`Bm25Index`] ([`Bm25Index::from_parts`]): each names
@@ -174,15 +274,15 @@ pub enum Bm25PartsError {
     },
 }
 
-impl Bm25Index {
-    /// Builds the index over `texts` (chunk index = position).
+impl Bm25Parts {
+    /// The index's parts over `texts` (chunk index = position), what an export writes.
     /// The texts are read once, in order, so an iterator that makes each as it goes holds one
     /// at a time.
     pub fn build(
         texts: impl IntoIterator<Item = impl AsRef<str>>,
         tokenizer: &Tokenizer,
         params: Bm25Params,
-    ) -> Bm25Index {
+    ) -> Bm25Parts {
         let mut per_term: BTreeMap<String, Vec<(u32, u32)>> = BTreeMap::new();
         let mut doc_len = Vec::new();
         for (chunk, text) in texts.into_iter().enumerate() {
@@ -218,67 +318,58 @@ impl Bm25Index {
             }
             parts.offsets.push(parts.post_chunk.len() as u32);
         }
-        Bm25Index::from_parts(parts).expect("a freshly built index is consistent")
+        parts
+    }
+
+    /// Average chunk length in tokens (0 for no chunks).
+    pub fn avgdl(&self) -> f64 {
+        mean_len(&self.doc_len)
+    }
+}
+
+/// The mean of the chunk lengths (0 for no chunks): BM25's `avgdl`.
+fn mean_len(doc_len: &[u32]) -> f64 {
+    let total: u64 = doc_len.iter().map(|&l| l as u64).sum();
+    if doc_len.is_empty() {
+        0.0
+    } else {
+        total as f64 / doc_len.len() as f64
+    }
+}
+
+impl Bm25Index {
+    /// Builds the index over `texts` (chunk index = position); see [`Bm25Parts::build`].
+    pub fn build(
+        texts: impl IntoIterator<Item = impl AsRef<str>>,
+        tokenizer: &Tokenizer,
+        params: Bm25Params,
+    ) -> Bm25Index {
+        Bm25Index::from_parts(Bm25Parts::build(texts, tokenizer, params))
+            .expect("a freshly built index is consistent")
     }
 
     /// Rebuilds the index from its persisted parts, checking that they are consistent.
     pub fn from_parts(p: Bm25Parts) -> Result<Bm25Index, Bm25PartsError> {
-        if p.offsets.len() != p.terms.len() + 1 {
-            return Err(Bm25PartsError::OffsetsLength {
-                offsets: p.offsets.len(),
-                terms: p.terms.len(),
-            });
-        }
-        if p.post_chunk.len() != p.post_tf.len()
-            || *p.offsets.last().unwrap_or(&0) as usize != p.post_chunk.len()
-        {
+        let Bm25Parts {
+            params,
+            doc_len,
+            terms,
+            offsets,
+            post_chunk,
+            post_tf,
+        } = p;
+        if post_tf.len() != post_chunk.len() {
             return Err(Bm25PartsError::PostingsLength);
         }
-        if p.offsets.windows(2).any(|w| w[0] > w[1]) {
-            return Err(Bm25PartsError::OffsetsNotAscending);
+        let mut loading = Bm25Loading::new(params, doc_len, terms, offsets, post_chunk)?;
+        for t in 0..loading.index.terms.len() {
+            let run = loading.index.offsets[t] as usize..loading.index.offsets[t + 1] as usize;
+            loading.term(&post_tf[run])?;
         }
-        if p.terms.windows(2).any(|w| w[0] >= w[1]) {
-            return Err(Bm25PartsError::TermsNotSorted);
-        }
-        let n = p.doc_len.len();
-        if let Some(&bad) = p.post_chunk.iter().find(|&&c| c as usize >= n) {
-            return Err(Bm25PartsError::ChunkOutOfRange {
-                chunk: bad,
-                chunks: n,
-            });
-        }
-        let total: u64 = p.doc_len.iter().map(|&l| l as u64).sum();
-        let avgdl = if n == 0 { 0.0 } else { total as f64 / n as f64 };
-        let (k1, b) = (p.params.k1 as f64, p.params.b as f64);
-        let mut impact = Vec::with_capacity(p.post_chunk.len());
-        for t in 0..p.terms.len() {
-            let (s, e) = (p.offsets[t] as usize, p.offsets[t + 1] as usize);
-            let df = (e - s) as f64;
-            let idf = (1.0 + (n as f64 - df + 0.5) / (df + 0.5)).ln();
-            for i in s..e {
-                let tf = p.post_tf[i] as f64;
-                let dl = p.doc_len[p.post_chunk[i] as usize] as f64;
-                let norm = if avgdl > 0.0 {
-                    1.0 - b + b * dl / avgdl
-                } else {
-                    1.0
-                };
-                impact.push((idf * tf / (tf + k1 * norm)) as f32);
-            }
-        }
-        Ok(Bm25Index {
-            params: p.params,
-            doc_len: p.doc_len,
-            avgdl,
-            terms: p.terms,
-            offsets: p.offsets,
-            post_chunk: p.post_chunk,
-            post_tf: p.post_tf,
-            impact,
-        })
+        loading.finish()
     }
 
-    /// Token count of each chunk, by chunk index (a borrowed part of [`Bm25Index::to_parts`]).
+    /// Token count of each chunk, by chunk index.
     pub fn doc_len(&self) -> &[u32] {
         &self.doc_len
     }
@@ -296,24 +387,6 @@ impl Bm25Index {
     /// The chunk of each posting, ascending within a term.
     pub fn post_chunk(&self) -> &[u32] {
         &self.post_chunk
-    }
-
-    /// The term frequency of each posting.
-    pub fn post_tf(&self) -> &[u32] {
-        &self.post_tf
-    }
-
-    /// The persisted parts (inverse of [`Bm25Index::from_parts`]), copied: the borrowed
-    /// accessors above read them without a second copy of the postings.
-    pub fn to_parts(&self) -> Bm25Parts {
-        Bm25Parts {
-            params: self.params,
-            doc_len: self.doc_len.clone(),
-            terms: self.terms.clone(),
-            offsets: self.offsets.clone(),
-            post_chunk: self.post_chunk.clone(),
-            post_tf: self.post_tf.clone(),
-        }
     }
 
     /// Number of chunks indexed.
@@ -428,7 +501,7 @@ mod tests {
             "omega 42 x_y café",
         ];
         let index = Bm25Index::build(texts.iter().copied(), &t, Bm25Params::default());
-        let terms = index.to_parts().terms;
+        let terms = index.terms().to_vec();
         let reference: std::collections::HashMap<&str, u32> = terms
             .iter()
             .enumerate()
@@ -462,15 +535,16 @@ mod tests {
         assert!(t.tokens("").is_empty());
     }
 
+    const TINY: [&str; 4] = [
+        "apple banana",
+        "apple apple cherry",
+        "banana cherry date",
+        "elderberry",
+    ];
+
     fn tiny() -> (Tokenizer, Bm25Index) {
         let t = Tokenizer::english();
-        let docs = [
-            "apple banana",
-            "apple apple cherry",
-            "banana cherry date",
-            "elderberry",
-        ];
-        let idx = Bm25Index::build(docs, &t, Bm25Params::default());
+        let idx = Bm25Index::build(TINY, &t, Bm25Params::default());
         (t, idx)
     }
 
@@ -519,9 +593,71 @@ mod tests {
     }
 
     #[test]
+    fn an_index_loaded_a_term_at_a_time_is_the_index_built_whole() {
+        let (t, idx) = tiny();
+        let parts = Bm25Parts::build(TINY, &t, Bm25Params::default());
+        let start = || {
+            Bm25Loading::new(
+                parts.params,
+                parts.doc_len.clone(),
+                parts.terms.clone(),
+                parts.offsets.clone(),
+                parts.post_chunk.clone(),
+            )
+            .unwrap()
+        };
+        let run =
+            |t: usize| &parts.post_tf[parts.offsets[t] as usize..parts.offsets[t + 1] as usize];
+        let mut loading = start();
+        for term in 0..parts.terms.len() {
+            loading.term(run(term)).unwrap();
+        }
+        // one term too many
+        assert_eq!(loading.term(&[1]), Err(Bm25PartsError::PostingsLength));
+        let loaded = loading.finish().unwrap();
+        for q in ["apple", "banana cherry", "date elderberry apple"] {
+            let (a, b) = (loaded.search(&t, q, 10), idx.search(&t, q, 10));
+            assert_eq!(a.len(), b.len(), "{q}");
+            for (x, y) in a.iter().zip(&b) {
+                assert_eq!((x.0, x.1.to_bits()), (y.0, y.1.to_bits()), "{q}");
+            }
+        }
+        // a run of the wrong length, and an index finished before its last term
+        let mut loading = start();
+        assert_eq!(
+            loading.term(&[1, 1, 1]),
+            Err(Bm25PartsError::PostingsLength)
+        );
+        loading.term(run(0)).unwrap();
+        assert_eq!(
+            loading.finish().unwrap_err(),
+            Bm25PartsError::PostingsLength
+        );
+        // the structure is checked before any frequency comes
+        let e = Bm25Loading::new(
+            parts.params,
+            parts.doc_len.clone(),
+            parts.terms.clone(),
+            parts.offsets.clone(),
+            vec![0; parts.post_chunk.len() - 1],
+        )
+        .unwrap_err();
+        assert_eq!(e, Bm25PartsError::PostingsLength);
+    }
+
+    #[test]
     fn parts_round_trip_and_corrupt_parts_are_rejected() {
         let (t, idx) = tiny();
-        let parts = idx.to_parts();
+        let parts = Bm25Parts::build(TINY, &t, Bm25Params::default());
+        // what a build holds of the index is what its parts say
+        assert_eq!(parts.doc_len, idx.doc_len());
+        assert_eq!(parts.terms, idx.terms());
+        assert_eq!(parts.offsets, idx.offsets());
+        assert_eq!(parts.post_chunk, idx.post_chunk());
+        assert_eq!(parts.avgdl(), idx.avgdl());
+        // "apple" is term 0 and occurs twice in chunk 1
+        assert_eq!(parts.terms[0], "appl");
+        assert_eq!(parts.post_tf[..2], [1, 2]);
         let back = Bm25Index::from_parts(parts.clone()).unwrap();
         assert_eq!(
             back.search(&t, "banana cherry", 10),

@@ -13,7 +13,7 @@ use super::{
 };
 use crate::enrich;
 use crate::error::{Error, Result};
-use crate::lexical::{Bm25Index, Tokenizer};
+use crate::lexical::{Bm25Parts, Tokenizer};
 use crate::model::{
     question_pieces, Passage, Question, QuestionPiece, Span, SpannedDataset, SubQuestion,
 };
@@ -130,14 +130,15 @@ pub(super) fn build(
 
     let tokenizer = Tokenizer::english();
     let (bm25_terms, bm25_postings) = crate::stages::timed("bm25", || {
-        let bm25 = Bm25Index::build(
+        // the parts are written as they are: the impacts a search reads are computed at load
+        let bm25 = Bm25Parts::build(
             texts.iter().map(ChunkText::full_text),
             &tokenizer,
             config.bm25,
         );
         out.map(|dir| super::write::write_bm25(dir, &bm25))
             .transpose()?;
-        Ok::<_, Error>((bm25.num_terms(), bm25.num_postings()))
+        Ok::<_, Error>((bm25.terms.len(), bm25.post_chunk.len()))
     })?;
     let (kg_stats, kg_columns) = crate::stages::timed("kg", || {
         let kg = enrich::build(&texts, &config.enrich);

@@ -21,7 +21,7 @@ use super::{
 };
 use crate::enrich::{self, KgIndex};
 use crate::error::{Error, Result};
-use crate::lexical::{Bm25Index, Bm25Parts, Tokenizer};
+use crate::lexical::{Bm25Index, Bm25Loading, Tokenizer};
 use crate::model::{Span, SubQuestion};
 use crate::parquet_io::{self as pq, Columns};
 use crate::simgraph::{SimGraph, SIMGRAPH_FILES};
@@ -439,21 +439,9 @@ fn read_bm25(dir: &Path, chunks: usize) -> Result<Bm25Index> {
     let terms = pq::Table::read_columns(&path, &["term"])?
         .columns()
         .strings("term")?;
-    // the postings stream in: at a million chunks each column is 26 million items
-    let [chunks_of, tfs_of] = pq::read_u32_lists(&path, ["chunks", "tfs"])?;
-    if let Some(row) = chunks_of
-        .ends
-        .iter()
-        .zip(&tfs_of.ends)
-        .position(|(c, t)| c != t)
-    {
-        return Err(Error::field(
-            &path,
-            format!("row {row}"),
-            "tfs",
-            "length differs from `chunks`",
-        ));
-    }
+    // the postings stream in: at a million chunks each column is 26 million items; the
+    // frequencies are made into impacts a term at a time as they come, never held
+    let [chunks_of] = pq::read_u32_lists(&path, ["chunks"])?;
     if terms.len() != chunks_of.ends.len() {
         return Err(Error::malformed(
             &path,
@@ -464,17 +452,27 @@ fn read_bm25(dir: &Path, chunks: usize) -> Result<Bm25Index> {
     let offsets = std::iter::once(0)
         .chain(chunks_of.ends.iter().map(|&e| e as u32))
         .collect();
-    let (post_chunk, post_tf) = (chunks_of.values, tfs_of.values);
-    let parts = Bm25Parts {
-        params: stats.params,
-        doc_len: stats.doc_len,
+    let mut loading = Bm25Loading::new(
+        stats.params,
+        stats.doc_len,
         terms,
         offsets,
-        post_chunk,
-        post_tf,
-    };
-    Bm25Index::from_parts(parts)
-        .map_err(|e| Error::field(&path, "postings", "chunks", e.to_string()))
+        chunks_of.values,
+    )
+    .map_err(|e| Error::field(&path, "postings", "chunks", e.to_string()))?;
+    pq::for_each_u32_list(&path, "tfs", |row, tfs| {
+        loading.term(tfs).map_err(|_| {
+            Error::field(
+                &path,
+                format!("row {row}"),
+                "tfs",
+                "length differs from `chunks`",
+            )
+        })
+    })?;
+    loading
+        .finish()
+        .map_err(|e| Error::field(&path, "postings", "tfs", e.to_string()))
 }
 
 /// The corpus columns `names` of `export`, decoded whole after the file is checked against its

@@ -235,7 +235,7 @@ fn the_protocol_decides_what_is_indexed_and_is_part_of_the_key() {
     );
     assert_eq!(e.manifest.stats.chunks_with_header, 2);
     // BM25 indexed the title: one more token for each titled chunk
-    assert_eq!(e.bm25.to_parts().doc_len, [4, 7, 3]);
+    assert_eq!(e.bm25.doc_len(), [4, 7, 3]);
     assert!(
         e.has_content_embeddings() && e.content_embeddings().unwrap().is_some(),
         "the text-alone vectors stay"
@@ -248,7 +248,7 @@ fn the_protocol_decides_what_is_indexed_and_is_part_of_the_key() {
     // the text alone: no header (a published one is dropped), no second vector set
     let e = build(Protocol::TEXT, "text");
     assert!(e.texts().unwrap().iter().all(|c| c.header.is_none()));
-    assert_eq!(e.bm25.to_parts().doc_len, [4, 6, 2]);
+    assert_eq!(e.bm25.doc_len(), [4, 6, 2]);
     assert!(!e.has_content_embeddings());
     // the dataset's own header
     let e = build(Protocol::PUBLISHED, "published");

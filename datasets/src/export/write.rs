@@ -12,7 +12,7 @@ use serde::Serialize;
 use super::identity::hash_file;
 use super::{Bm25Stats, Chunk, ChunkText, ExportStats, Manifest, Parts, QueryRecord};
 use crate::error::{Error, Result};
-use crate::lexical::{Bm25Index, Tokenizer};
+use crate::lexical::{Bm25Parts, Tokenizer};
 use crate::parquet_io as pq;
 
 /// A hidden sibling of the export's directory that the build writes into; removed again unless
@@ -291,14 +291,13 @@ fn query_rows<'a>(
 
 /// Writes the BM25 index as `bm25-stats.json` (tokenizer, parameters, document lengths) and
 /// `bm25-postings.parquet` (one row per term), what loading rebuilds it from.
-pub(super) fn write_bm25(dir: &Path, bm25: &Bm25Index) -> Result<()> {
-    // read from the index in place: a copy of the parts would hold the postings twice
+pub(super) fn write_bm25(dir: &Path, bm25: &Bm25Parts) -> Result<()> {
     let stats = Bm25Stats {
         tokenizer: Tokenizer::english().name().into(),
-        params: bm25.params(),
-        chunks: bm25.num_chunks(),
+        params: bm25.params,
+        chunks: bm25.doc_len.len(),
         avgdl: bm25.avgdl(),
-        doc_len: bm25.doc_len().to_vec(),
+        doc_len: bm25.doc_len.clone(),
     };
     let path = dir.join("bm25-stats.json");
     fs::write(&path, serde_json::to_vec(&stats).expect("stats"))
@@ -307,12 +306,12 @@ pub(super) fn write_bm25(dir: &Path, bm25: &Bm25Index) -> Result<()> {
     pq::write(
         &dir.join("bm25-postings.parquet"),
         vec![
-            ("term", pq::strings(bm25.terms())),
+            ("term", pq::strings(&bm25.terms)),
             (
                 "chunks",
-                pq::u32_lists_flat(bm25.offsets(), bm25.post_chunk()),
+                pq::u32_lists_flat(&bm25.offsets, &bm25.post_chunk),
             ),
-            ("tfs", pq::u32_lists_flat(bm25.offsets(), bm25.post_tf())),
+            ("tfs", pq::u32_lists_flat(&bm25.offsets, &bm25.post_tf)),
         ],
     )?;
     Ok(())

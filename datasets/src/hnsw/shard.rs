@@ -324,9 +324,8 @@ impl HnswShard {
     }
 
     /// The approximate top `k` of `query` with beam width `ef` (Qdrant's `hnsw_ef`), in
-    /// Qdrant's order, each with the record id its payload carries. Over a quantised shard the
-    /// graph is walked with the compressed vectors, the top `k x oversampling` (Qdrant's
-    /// default 1 when `None`) rescored with the originals.
+    /// Qdrant's order, each with Qdrant's score and the record id its payload carries. Over a
+    /// quantised shard, see [`HnswShard::pool`] instead (this rescores through Qdrant).
     pub fn search(
         &self,
         query: &[f32],
@@ -336,6 +335,79 @@ impl HnswShard {
     ) -> Result<Vec<Hit>> {
         let q = quantized(self.manifest.settings, oversampling);
         search(&self.parts, query, k, ef, q, true).map_err(|e| shard_err(&self.dir, e))
+    }
+
+    /// Whether the shard walks compressed vectors (searched through [`HnswShard::pool`]).
+    pub fn is_quantized(&self) -> bool {
+        !self.manifest.settings.quantization.is_none()
+    }
+
+    /// A quantised shard's candidates for a top `k`, to be rescored by the caller: each part's
+    /// top `k x oversampling` (Qdrant's own pool: `(oversampling * k) as usize` when
+    /// `oversampling` is above 1, else `k`) by the walk over the compressed vectors, as `(point,
+    /// compressed score)`, part after part, at most [`HnswShard::max_pool`]. Rescored with the
+    /// original vectors and cut at `k`, the pool gives what Qdrant's rescoring gives, but the
+    /// originals are read where the caller reads its rows (at their offsets), not through
+    /// Qdrant's map of them, where every rescored row leaves the pages around it resident (213
+    /// MB after 100 queries at 10^6 chunks; the whole file over a full query set). No payload is
+    /// read: the kept points are named by [`HnswShard::record_ids`].
+    pub fn pool(
+        &self,
+        query: &[f32],
+        k: usize,
+        ef: usize,
+        oversampling: Option<f64>,
+    ) -> Result<Vec<(u64, f32)>> {
+        let size = pool_size(k, oversampling);
+        let mut pool = Vec::with_capacity(size * self.parts.len());
+        for part in &self.parts {
+            let hits = search_part(part, query, size, ef, UNRESCORED, false)
+                .map_err(|e| shard_err(&self.dir, e))?;
+            pool.extend(hits.into_iter().map(|h| (h.point, h.score)));
+        }
+        Ok(pool)
+    }
+
+    /// The most candidates [`HnswShard::pool`] returns for a top `k`.
+    pub fn max_pool(&self, k: usize, oversampling: Option<f64>) -> usize {
+        pool_size(k, oversampling) * self.parts.len()
+    }
+
+    /// The record id each point's payload carries, in the order given (`None` for a point the
+    /// shard does not hold or whose payload has none), read from the part that holds it.
+    pub fn record_ids(&self, points: &[u64]) -> Result<Vec<Option<String>>> {
+        let rows = self.manifest.part_rows();
+        let mut out = vec![None; points.len()];
+        for (part, range) in self.parts.iter().zip(&rows) {
+            let (at, ids): (Vec<usize>, Vec<PointId>) = points
+                .iter()
+                .enumerate()
+                .filter(|(_, &p)| range.contains(&(p as usize)))
+                .map(|(i, &p)| (i, PointId::NumId(p)))
+                .unzip();
+            if ids.is_empty() {
+                continue;
+            }
+            let records = part
+                .retrieve(&ids, Some(WithPayloadInterface::Bool(true)), None)
+                .map_err(|e| shard_err(&self.dir, e))?;
+            let mut found: std::collections::HashMap<PointId, Option<String>> = records
+                .into_iter()
+                .map(|r| {
+                    let id = r
+                        .payload
+                        .as_ref()
+                        .and_then(|pl| pl.0.get(ID_FIELD))
+                        .and_then(|v| v.as_str())
+                        .map(str::to_owned);
+                    (r.id, id)
+                })
+                .collect();
+            for (i, id) in at.into_iter().zip(&ids) {
+                out[i] = found.remove(id).flatten();
+            }
+        }
+        Ok(out)
     }
 
     /// The approximate top `k` point ids alone (no payload read), for graph building.
@@ -553,6 +625,22 @@ fn quantization_config(q: Quantization) -> Option<QuantizationConfig> {
     }
 }
 
+/// The candidates a quantised search draws per part for a top `k`, as Qdrant sizes its
+/// oversampled pool.
+fn pool_size(k: usize, oversampling: Option<f64>) -> usize {
+    match oversampling {
+        Some(o) if o > 1.0 => (o * k as f64) as usize,
+        _ => k,
+    }
+}
+
+/// A quantised shard's walk with no rescoring: the pool, scored by the compressed vectors.
+const UNRESCORED: Option<QuantizationSearchParams> = Some(QuantizationSearchParams {
+    ignore: false,
+    rescore: Some(false),
+    oversampling: None,
+});
+
 /// A quantised shard's search parameters: always rescored with the original vectors (so the
 /// top `k` is ranked by float32 cosine, as the exact engine ranks), with `oversampling`
 /// candidates per hit taken from the compressed walk. `None` for a float32 shard.
@@ -565,7 +653,9 @@ fn quantized(s: HnswSettings, oversampling: Option<f64>) -> Option<QuantizationS
 }
 
 /// One segment, its graph built whatever its size and always used (see the module docs); the
-/// payload in RAM (it is read for every hit).
+/// payload mapped from its file, not read into RAM when the shard opens: a search reads the
+/// record ids of its hits alone, a few pages, where the whole payload (some 100 MB per
+/// 500,000 points) would stay resident for them.
 fn edge_config(dim: usize, s: HnswSettings) -> EdgeConfig {
     let threads = rayon::current_num_threads().max(1);
     let mut params = EdgeVectorParams::builder(dim, Distance::Cosine).on_disk(s.on_disk);
@@ -591,7 +681,7 @@ fn edge_config(dim: usize, s: HnswSettings) -> EdgeConfig {
             indexing_threshold: Some(1),
             prevent_unoptimized: None,
         })
-        .on_disk_payload(false)
+        .on_disk_payload(true)
         .build()
 }
 

@@ -180,8 +180,9 @@ fn build_with(dir: &Path, vectors: &[f32], dim: usize, settings: HnswSettings) -
         .0
 }
 
-/// Over `queries`, the share of each exact top 10 the shard's top 10 holds, and the largest
-/// gap between a hit's score and its float32 cosine.
+/// Over `queries`, the share of each exact top 10 that the top 10 of the shard's pool holds
+/// once rescored with the original vectors (ties on ascending point), and the largest gap
+/// between a pooled hit's score and its float32 cosine.
 fn recall_and_score_gap(
     shard: &HnswShard,
     v: &[f32],
@@ -191,14 +192,22 @@ fn recall_and_score_gap(
 ) -> (f64, f32) {
     let (mut found, mut total, mut gap) = (0, 0, 0f32);
     for q in queries.chunks_exact(dim) {
-        let hits = shard.search(q, 10, 512, oversampling).unwrap();
+        let pool = shard.pool(q, 10, 512, oversampling).unwrap();
+        // the whole pool, no more: each part's, at Qdrant's oversampled size
+        assert_eq!(pool.len(), shard.max_pool(10, oversampling));
+        let mut rescored: Vec<(u64, f32)> = pool
+            .iter()
+            .map(|&(point, score)| {
+                let exact = dot(q, &v[point as usize * dim..][..dim]);
+                gap = gap.max((score - exact).abs());
+                (point, exact)
+            })
+            .collect();
+        rescored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        rescored.truncate(10);
         let exact = exact_top(v, dim, q, 10);
-        found += hits.iter().filter(|h| exact.contains(&h.point)).count();
+        found += rescored.iter().filter(|h| exact.contains(&h.0)).count();
         total += exact.len();
-        for h in &hits {
-            let row = &v[h.point as usize * dim..][..dim];
-            gap = gap.max((h.score - dot(q, row)).abs());
-        }
     }
     (found as f64 / total as f64, gap)
 }
@@ -221,12 +230,16 @@ fn a_quantised_shard_walks_compressed_vectors_and_rescores_the_oversampled_top_k
         let dir = tmp.path().join(name);
         let shard = build_with(&dir, &v, dim, settings);
         assert_eq!(shard.manifest().settings.quantization, quantization);
+        assert!(shard.is_quantized());
+        assert_eq!(shard.max_pool(10, None), 10);
+        assert_eq!(shard.max_pool(10, Some(8.0)), 80);
         let (r1, gap) = recall_and_score_gap(&shard, &v, &queries, dim, None);
         let (r8, gap8) = recall_and_score_gap(&shard, &v, &queries, dim, Some(8.0));
-        // every returned hit is scored with its original vector, not its compressed copy
+        // the pool comes scored by the compressed copies: Qdrant did not read the originals
+        // (the caller rescores with them, read where it reads its rows)
         assert!(
-            gap.max(gap8) < 1e-5,
-            "{name}: a hit's score is {gap} off its cosine"
+            gap.min(gap8) > 1e-4,
+            "{name}: the pool's scores are within {gap} of the cosines"
         );
         assert!(r8 >= floor, "{name}: recall@10 with oversampling 8 is {r8}");
         assert!(
@@ -341,6 +354,56 @@ fn a_shard_in_parts_answers_as_the_exact_scan_over_all_of_them() {
         .map(|h| h.point)
         .collect();
     assert_eq!(tied, vec![3, 120, 247]);
+}
+
+#[test]
+fn a_quantised_shard_in_parts_pools_each_parts_candidates_with_their_record_ids() {
+    let (n, dim) = (300, 16);
+    let v = unit_vectors(n, dim, 33);
+    let names = ids(n);
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let tmp = tempfile::tempdir().unwrap();
+    let settings = HnswSettings {
+        quantization: Quantization::Int8,
+        ..HnswSettings::default()
+    };
+    let dir = tmp.path().join("s");
+    let shard = HnswShard::build_in_parts(&dir, "test", &v[..], dim, &refs, settings, 100)
+        .unwrap()
+        .0;
+    assert_eq!(shard.manifest().parts, Some(3));
+    // Qdrant's pool: (2.5 * 5) as usize = 12 per part
+    assert_eq!(shard.max_pool(5, Some(2.5)), 36);
+    let queries = unit_vectors(10, dim, 34);
+    for q in queries.chunks_exact(dim) {
+        let pool = shard.pool(q, 5, 256, Some(2.5)).unwrap();
+        assert_eq!(pool.len(), 36);
+        // part after part, each part's own rows
+        for (i, &(point, _)) in pool.iter().enumerate() {
+            let part = (i / 12) as u64;
+            assert!(
+                (part * 100..(part + 1) * 100).contains(&point),
+                "{i}: {point}"
+            );
+        }
+        // rescored exactly, a beam wider than a part gives the exact top 5
+        let mut rescored: Vec<(u64, f32)> = pool
+            .iter()
+            .map(|&(point, _)| (point, dot(q, &v[point as usize * dim..][..dim])))
+            .collect();
+        rescored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        let top: Vec<u64> = rescored.iter().take(5).map(|h| h.0).collect();
+        assert_eq!(top, exact_top(&v, dim, q, 5));
+    }
+    // each point named by its payload, read from the part that holds it, in the order asked;
+    // a point the shard does not hold has no name
+    let ids = shard.record_ids(&[250, 3, 120, 999, 99, 100]).unwrap();
+    let want = |p: usize| Some(names[p].clone());
+    assert_eq!(
+        ids,
+        vec![want(250), want(3), want(120), None, want(99), want(100)]
+    );
+    assert!(shard.record_ids(&[]).unwrap().is_empty());
 }
 
 #[test]

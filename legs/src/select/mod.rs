@@ -156,7 +156,7 @@ mod chunk_terms_tests {
         let index = Bm25Index::build(texts, &tk, Bm25Params::default());
         let ct = ChunkTerms::from_bm25(&index);
         assert_eq!(ct.num_chunks(), 4);
-        let names = index.to_parts().terms;
+        let names = index.terms();
         for (c, text) in texts.iter().enumerate() {
             let ids = ct.terms(c as u32);
             assert!(ids.windows(2).all(|w| w[0] < w[1]));

@@ -136,11 +136,33 @@ impl QdrantDense {
 
     /// The top `k` chunks Qdrant returns for the vector `query`, scored exactly.
     pub fn search_vector(&self, query: &[f32], k: usize) -> Result<Vec<Candidate>, Failure> {
-        let hits = self
-            .shard
-            .search(query, k, self.hnsw_ef, self.oversampling)
-            .map_err(|e| Failure::Search(Carried::new(e)))?;
+        let carried = |e| Failure::Search(Carried::new(e));
         let mut row = vec![0.0f32; self.export.dim];
+        let hits = if self.shard.is_quantized() {
+            // the compressed walk's pool, rescored here, and only the kept points named
+            let pool = self
+                .shard
+                .pool(query, k, self.hnsw_ef, self.oversampling)
+                .map_err(carried)?;
+            let max = self.shard.max_pool(k, self.oversampling);
+            let kept = best_of_pool(&pool, max, k, |point| {
+                self.map.read_row(point, &mut row).map_err(carried)?;
+                Ok(dot(query, &row))
+            })?;
+            let ids = self.shard.record_ids(&kept).map_err(carried)?;
+            kept.into_iter()
+                .zip(ids)
+                .map(|(point, id)| Hit {
+                    point,
+                    id,
+                    score: 0.0,
+                })
+                .collect()
+        } else {
+            self.shard
+                .search(query, k, self.hnsw_ef, self.oversampling)
+                .map_err(carried)?
+        };
         candidates(
             &hits,
             k,
@@ -153,6 +175,32 @@ impl QdrantDense {
             },
         )
     }
+}
+
+/// The points of a quantised shard's pool (at most `max` of them) that rank in the top `k` by
+/// `score` (the exact score of a row; ties on ascending point), in that order. The pool's own
+/// scores are the compressed vectors' and only choose it. A point that is not a row fails in
+/// `score`; a repeated one stays repeated, for [`candidates`] to refuse by its record id.
+fn best_of_pool(
+    pool: &[(u64, f32)],
+    max: usize,
+    k: usize,
+    mut score: impl FnMut(usize) -> Result<f32, Failure>,
+) -> Result<Vec<u64>, Failure> {
+    if pool.len() > max {
+        return Err(Failure::TooMany {
+            got: pool.len(),
+            k: max,
+        });
+    }
+    let mut scored = Vec::with_capacity(pool.len());
+    for &(point, _) in pool {
+        let row = usize::try_from(point).unwrap_or(usize::MAX);
+        scored.push((point, score(row)?));
+    }
+    scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    scored.truncate(k);
+    Ok(scored.into_iter().map(|(point, _)| point).collect())
 }
 
 /// Qdrant's hits as ranked candidates: each hit's chunk from its payload's record id (checked
@@ -276,5 +324,27 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(e, Failure::TooMany { got: 2, k: 1 });
+    }
+
+    #[test]
+    fn a_pool_is_ranked_by_the_exact_scores_not_its_own() {
+        // four points in the compressed walk's order and scores, for a top 2
+        let pool = [(1, 0.9), (2, 0.8), (3, 0.7), (4, 0.6)];
+        let exact = |row: usize| Ok([0.0, 0.1, 0.4, 0.3, 0.4][row]);
+        // 2 and 4 tie exactly: 2 first
+        assert_eq!(best_of_pool(&pool, 4, 2, exact).unwrap(), vec![2, 4]);
+        assert_eq!(best_of_pool(&pool, 4, 9, exact).unwrap(), vec![2, 4, 3, 1]);
+        assert_eq!(best_of_pool(&pool, 4, 0, exact).unwrap(), Vec::<u64>::new());
+        let e = best_of_pool(&pool, 3, 2, exact).unwrap_err();
+        assert_eq!(e, Failure::TooMany { got: 4, k: 3 });
+        // a point that is not a row fails where its row is read
+        let e = best_of_pool(&[(7, 0.5)], 4, 2, |row| {
+            Err(Failure::UnknownId {
+                index: row,
+                id: "row".into(),
+            })
+        })
+        .unwrap_err();
+        assert!(matches!(e, Failure::UnknownId { index: 7, .. }), "{e:?}");
     }
 }
