@@ -394,12 +394,7 @@ impl HnswShard {
             let mut found: std::collections::HashMap<PointId, Option<String>> = records
                 .into_iter()
                 .map(|r| {
-                    let id = r
-                        .payload
-                        .as_ref()
-                        .and_then(|pl| pl.0.get(ID_FIELD))
-                        .and_then(|v| v.as_str())
-                        .map(str::to_owned);
+                    let id = record_id(r.payload.as_ref());
                     (r.id, id)
                 })
                 .collect();
@@ -742,12 +737,7 @@ fn search_part(
                 PointId::NumId(i) => i,
                 other => return Err(format!("point {other:?} has no numeric id")),
             };
-            let id = p
-                .payload
-                .as_ref()
-                .and_then(|pl| pl.0.get(ID_FIELD))
-                .and_then(|v| v.as_str())
-                .map(str::to_owned);
+            let id = record_id(p.payload.as_ref());
             Ok(Hit {
                 point,
                 id,
@@ -755,6 +745,14 @@ fn search_part(
             })
         })
         .collect()
+}
+
+/// The record id a point's payload carries under [`ID_FIELD`], if any.
+fn record_id(payload: Option<&qdrant_edge::Payload>) -> Option<String> {
+    payload
+        .and_then(|pl| pl.0.get(ID_FIELD))
+        .and_then(|v| v.as_str())
+        .map(str::to_owned)
 }
 
 /// BLAKE3 over the top-[`PROBE_K`] point ids of [`PROBES`] rows spread evenly over the matrix,
