@@ -694,30 +694,45 @@ impl<'a> Columns<'a> {
 
     /// A `list<u32>` column (null rows and null items are an error).
     pub fn u32_lists(&self, name: &str) -> Result<Vec<Vec<u32>>> {
+        let mut out = Vec::new();
+        self.each_u32_list(name, |_, row| {
+            out.push(row.to_vec());
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// Each row of the `list<u32>` column `name`, in order, handed to `f` with its number
+    /// (checked as [`Columns::u32_lists`] checks them): for a reader that keeps the rows its
+    /// own way.
+    pub fn each_u32_list(
+        &self,
+        name: &str,
+        mut f: impl FnMut(usize, &[u32]) -> Result<()>,
+    ) -> Result<()> {
         let a = self.typed::<ListArray>(name, "list<uint32>")?;
-        (0..a.len())
-            .map(|i| {
-                if a.is_null(i) {
-                    return Err(Error::field(self.path, format!("row {i}"), name, "is null"));
-                }
-                let inner = a.value(i);
-                let s = inner
-                    .as_any()
-                    .downcast_ref::<UInt32Array>()
-                    .ok_or_else(|| {
-                        Error::field(self.path, format!("row {i}"), name, "expected list<uint32>")
-                    })?;
-                if s.null_count() > 0 {
-                    return Err(Error::field(
-                        self.path,
-                        format!("row {i}"),
-                        name,
-                        "holds null items",
-                    ));
-                }
-                Ok(s.values().to_vec())
-            })
-            .collect()
+        for i in 0..a.len() {
+            if a.is_null(i) {
+                return Err(Error::field(self.path, format!("row {i}"), name, "is null"));
+            }
+            let inner = a.value(i);
+            let s = inner
+                .as_any()
+                .downcast_ref::<UInt32Array>()
+                .ok_or_else(|| {
+                    Error::field(self.path, format!("row {i}"), name, "expected list<uint32>")
+                })?;
+            if s.null_count() > 0 {
+                return Err(Error::field(
+                    self.path,
+                    format!("row {i}"),
+                    name,
+                    "holds null items",
+                ));
+            }
+            f(i, s.values())?;
+        }
+        Ok(())
     }
 
     /// Number of rows.
@@ -787,6 +802,11 @@ pub fn string_lists(rows: &[Option<Vec<String>>]) -> ArrayRef {
 
 /// A `list<u32>` column.
 pub fn u32_lists(rows: &[Vec<u32>]) -> ArrayRef {
+    u32_lists_of(rows.iter().map(Vec::as_slice))
+}
+
+/// [`u32_lists`] of rows given as slices, wherever they are held.
+pub fn u32_lists_of<'a>(rows: impl Iterator<Item = &'a [u32]>) -> ArrayRef {
     let mut b = ListBuilder::new(UInt32Builder::new());
     for row in rows {
         b.values().append_slice(row);

@@ -69,9 +69,7 @@ const EMPTY: &[u32] = &[];
 
 /// The nodes chunk `chunk` mentions (empty past the graph's chunks).
 fn nodes_of(kg: &KnowledgeGraph, chunk: u32) -> &[u32] {
-    kg.chunk_nodes
-        .get(chunk as usize)
-        .map_or(EMPTY, Vec::as_slice)
+    kg.chunk_nodes.get(chunk as usize).unwrap_or(EMPTY)
 }
 
 /// Whether chunks mentioning nodes `a` and `b` (each ascending, unique) are 1-hop-linked: they

@@ -685,7 +685,7 @@ mod tests {
             "chunks {} nodes {} edges {} hyperedges {}",
             export.chunks.len(),
             export.kg().unwrap().nodes.len(),
-            export.kg().unwrap().edges.len(),
+            export.kg_index().unwrap().edge_count(),
             export.kg().unwrap().hyperedges.len()
         );
         let texts: Vec<String> = (0..200)

@@ -9,7 +9,7 @@ use rayon::prelude::*;
 use super::community::louvain;
 use super::pagerank::pagerank;
 use super::text::{alias_ok, fold, sentences, title_aliases, Hit, Matcher};
-use super::{EnrichConfig, Hyperedge, KnowledgeGraph};
+use super::{EnrichConfig, Hyperedges, KnowledgeGraph, NodeLists};
 
 /// Co-occurrence pairs are formed among at most this many mentioned nodes per chunk (the first
 /// ones in text order), so a list-like chunk costs at most `30 * 29 / 2` pairs.
@@ -186,19 +186,17 @@ pub fn build<C: GraphChunk>(chunks: &[C], cfg: &EnrichConfig) -> KnowledgeGraph 
         .collect();
 
     let edges = edges_of(&scans);
-    let hyperedges: Vec<Hyperedge> = scans
-        .iter()
-        .enumerate()
-        .flat_map(|(c, s)| {
-            s.hyper.iter().map(move |h| Hyperedge {
-                chunk: c as u32,
-                nodes: h.clone(),
-            })
-        })
-        .collect();
+    let mut hyperedges = Hyperedges::default();
+    for (c, s) in scans.iter().enumerate() {
+        for h in &s.hyper {
+            hyperedges.push(c as u32, h);
+        }
+    }
+    hyperedges.shrink_to_fit();
     let chunk_title: Vec<Option<u32>> = scans.iter().map(|s| s.title).collect();
-    // each chunk's node list moves out of its scan; the rest of the scan goes with it
-    let chunk_nodes: Vec<Vec<u32>> = scans.into_iter().map(|s| s.nodes).collect();
+    // each chunk's node list is copied out of its scan into one flat run, and the scans go
+    let chunk_nodes = NodeLists::from_iter(scans.iter().map(|s| s.nodes.as_slice()));
+    drop(scans);
     let (node_community, node_centrality) = rayon::join(
         || louvain(n, &edges, cfg.community_seed),
         || pagerank(n, &edges, cfg.pagerank_damping, cfg.pagerank_iterations),
@@ -218,6 +216,7 @@ pub fn build<C: GraphChunk>(chunks: &[C], cfg: &EnrichConfig) -> KnowledgeGraph 
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
+    use crate::enrich::Hyperedge;
 
     /// The hyperedge of `nodes` in chunk `chunk`.
     fn hyper(chunk: u32, nodes: &[u32]) -> Hyperedge {
@@ -371,7 +370,7 @@ pub(super) mod tests {
         );
         assert_eq!(kg.chunk_nodes[40].len(), 40);
         assert_eq!(kg.hyperedges.len(), 1);
-        assert_eq!(kg.hyperedges[0].nodes.len(), 40);
+        assert_eq!(kg.hyperedges.nodes(0).len(), 40);
     }
 
     #[test]

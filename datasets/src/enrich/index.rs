@@ -41,7 +41,7 @@ impl KgIndex {
             kg.hyperedges
                 .iter()
                 .enumerate()
-                .flat_map(|(h, e)| e.nodes.iter().map(move |&v| (v, h as u32))),
+                .flat_map(|(h, (_, nodes))| nodes.iter().map(move |&v| (v, h as u32))),
         );
         KgIndex {
             matcher,
@@ -74,6 +74,25 @@ impl KgIndex {
     /// Neighbours of `node` with edge weights, ascending by neighbour id.
     pub fn neighbours(&self, node: u32) -> &[(u32, f32)] {
         self.adj.row_or_empty(node as usize)
+    }
+
+    /// The graph's undirected edges `(a, b, weight)` with `a < b`, sorted by `(a, b)`: its edge
+    /// list ([`KnowledgeGraph::edges`]) read back from the adjacency, which holds each edge
+    /// under both its ends. A loaded export keeps this in the list's place.
+    pub fn edges(&self) -> impl Iterator<Item = (u32, u32, f32)> + '_ {
+        (0..self.adj.rows()).flat_map(move |a| {
+            let a = a as u32;
+            self.adj
+                .row(a as usize)
+                .iter()
+                .filter(move |&&(b, _)| b > a)
+                .map(move |&(b, w)| (a, b, w))
+        })
+    }
+
+    /// How many undirected edges the graph has.
+    pub fn edge_count(&self) -> usize {
+        self.adj.len() / 2
     }
 
     /// Hyperedge ids that contain `node` (ascending).
@@ -125,6 +144,8 @@ mod tests {
         assert_eq!(ix.node_chunks(3), &[0, 2]);
         assert_eq!(ix.neighbours(1), &[(0, 2.0), (2, 0.5), (3, 1.5)]);
         assert_eq!(ix.neighbours(3), &[(0, 1.0), (1, 1.5), (2, 1.0)]);
+        assert_eq!(ix.edges().collect::<Vec<_>>(), kg.edges);
+        assert_eq!(ix.edge_count(), kg.edges.len());
         // hyperedges: 0 = (c0 {0,1}), 1 = (c0 {1,3}), 2 = (c1 {0,1}), 3 = (c2 {2,3})
         assert_eq!(ix.node_hyperedges(1), &[0, 1, 2]);
         assert_eq!(ix.node_hyperedges(2), &[3]);
@@ -133,5 +154,6 @@ mod tests {
         assert!(ix.node_hyperedges(u32::MAX).is_empty());
         let d = KgIndex::default();
         assert!(d.node_chunks(0).is_empty() && d.neighbours(0).is_empty());
+        assert_eq!((d.edges().count(), d.edge_count()), (0, 0));
     }
 }

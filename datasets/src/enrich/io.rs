@@ -21,7 +21,7 @@ use arrow_array::ArrayRef;
 
 use super::reach::Reach;
 use super::text::title_aliases;
-use super::{Hyperedge, KnowledgeGraph};
+use super::{Hyperedges, KnowledgeGraph, NodeLists};
 use crate::error::{Error, Result};
 use crate::parquet_io::{self as pq, Columns};
 
@@ -47,7 +47,7 @@ pub fn corpus_columns(kg: &KnowledgeGraph) -> Vec<(&'static str, ArrayRef)> {
 /// computed from when its slice is written (the reach lists are never held whole).
 #[derive(Debug, Clone, Default)]
 pub struct CorpusColumns {
-    chunk_nodes: Vec<Vec<u32>>,
+    chunk_nodes: NodeLists,
     community: Vec<Option<u32>>,
     centrality: Vec<f32>,
     reach: Reach,
@@ -80,10 +80,10 @@ impl CorpusColumns {
 
     /// The four columns of the chunks in `rows` (within `0..len()`).
     pub fn rows(&self, rows: Range<usize>) -> Vec<(&'static str, ArrayRef)> {
-        let nodes = &self.chunk_nodes[rows.clone()];
+        let nodes = || rows.clone().map(|c| &self.chunk_nodes[c]);
         vec![
-            ("kg_node_ids", pq::u32_lists(nodes)),
-            ("kg_reach", self.reach.column(nodes)),
+            ("kg_node_ids", pq::u32_lists_of(nodes())),
+            ("kg_reach", self.reach.column(nodes())),
             ("kg_community", pq::opt_u32s(&self.community[rows.clone()])),
             ("kg_node_centrality", pq::f32s(&self.centrality[rows])),
         ]
@@ -139,12 +139,9 @@ pub fn write_kg(dir: &Path, kg: &KnowledgeGraph) -> Result<()> {
             ("id", pq::u32s(&(0..h.len() as u32).collect::<Vec<_>>())),
             (
                 "chunk",
-                pq::u32s(&h.iter().map(|e| e.chunk).collect::<Vec<_>>()),
+                pq::u32s(&h.iter().map(|(chunk, _)| chunk).collect::<Vec<_>>()),
             ),
-            (
-                "nodes",
-                pq::u32_lists(&h.iter().map(|e| e.nodes.clone()).collect::<Vec<_>>()),
-            ),
+            ("nodes", pq::u32_lists_of(h.iter().map(|(_, nodes)| nodes))),
         ],
     )?;
     Ok(())
@@ -400,9 +397,9 @@ fn read_chunk_nodes(
     corpus: &Columns<'_>,
     n: usize,
     chunk_title: &[Option<u32>],
-) -> Result<Vec<Vec<u32>>> {
-    let chunk_nodes = corpus.u32_lists("kg_node_ids")?;
-    for (c, list) in chunk_nodes.iter().enumerate() {
+) -> Result<NodeLists> {
+    let mut chunk_nodes = NodeLists::with_capacity(corpus.rows(), 0);
+    corpus.each_u32_list("kg_node_ids", |c, list| {
         check_ids(corpus.path, c, "kg_node_ids", list, n)?;
         if let Some(t) = chunk_title[c] {
             if list.binary_search(&t).is_err() {
@@ -414,7 +411,10 @@ fn read_chunk_nodes(
                 ));
             }
         }
-    }
+        chunk_nodes.push(list);
+        Ok(())
+    })?;
+    chunk_nodes.shrink_to_fit();
     Ok(chunk_nodes)
 }
 
@@ -425,15 +425,17 @@ fn read_hyperedges(
     path: &Path,
     num_chunks: usize,
     n: usize,
-    chunk_nodes: &[Vec<u32>],
-) -> Result<Vec<Hyperedge>> {
+    chunk_nodes: &NodeLists,
+) -> Result<Hyperedges> {
     let table = pq::Table::read(path)?;
     let cols = table.columns();
     let hid = cols.u32s("id")?;
     let hchunk = cols.u32s("chunk")?;
-    let hnodes = cols.u32_lists("nodes")?;
-    let mut hyperedges: Vec<Hyperedge> = Vec::with_capacity(hid.len());
-    for (r, (chunk, nodes_r)) in hchunk.into_iter().zip(hnodes).enumerate() {
+    let mut hyperedges = Hyperedges::default();
+    cols.each_u32_list("nodes", |r, nodes_r| {
+        let Some(&chunk) = hchunk.get(r) else {
+            return Err(err(path, r, "chunk", "is missing"));
+        };
         if hid[r] as usize != r {
             return Err(err(
                 path,
@@ -450,7 +452,7 @@ fn read_hyperedges(
                 format!("chunk {chunk} is out of range (0..{num_chunks})"),
             ));
         }
-        check_ids(path, r, "nodes", &nodes_r, n)?;
+        check_ids(path, r, "nodes", nodes_r, n)?;
         if nodes_r.len() < 2 {
             return Err(err(path, r, "nodes", "has fewer than 2 nodes"));
         }
@@ -463,12 +465,8 @@ fn read_hyperedges(
                 format!("node {v} is not among chunk {chunk}'s kg_node_ids"),
             ));
         }
-        let h = Hyperedge {
-            chunk,
-            nodes: nodes_r,
-        };
-        if let Some(prev) = hyperedges.last() {
-            if (prev.chunk, &prev.nodes) >= (h.chunk, &h.nodes) {
+        if let Some(last) = hyperedges.len().checked_sub(1) {
+            if (hyperedges.chunk(last), hyperedges.nodes(last)) >= (chunk, nodes_r) {
                 return Err(err(
                     path,
                     r,
@@ -477,8 +475,10 @@ fn read_hyperedges(
                 ));
             }
         }
-        hyperedges.push(h);
-    }
+        hyperedges.push(chunk, nodes_r);
+        Ok(())
+    })?;
+    hyperedges.shrink_to_fit();
     Ok(hyperedges)
 }
 
@@ -549,7 +549,7 @@ fn check_denormalised(corpus: &Columns<'_>, kg: &KnowledgeGraph) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{build, EnrichConfig};
+    use super::super::{build, EnrichConfig, Hyperedge};
     use super::*;
 
     /// The graph tests' corpus, and an untitled chunk.
@@ -642,24 +642,40 @@ mod tests {
         let mut kg = good.clone();
         kg.edges[1].2 = 0.0;
         expect(kg, "kg-edges.parquet", "weight");
-        let mut kg = good.clone();
-        kg.hyperedges[0].nodes.truncate(1);
-        expect(kg, "kg-hyperedges.parquet", "nodes");
-        let mut kg = good.clone();
-        kg.hyperedges[0].nodes = vec![1, 0];
-        expect(kg, "kg-hyperedges.parquet", "nodes");
-        let mut kg = good.clone();
-        kg.hyperedges.swap(0, 1);
-        expect(kg, "kg-hyperedges.parquet", "chunk");
-        let mut kg = good.clone();
-        kg.chunk_nodes[1] = vec![1, 0];
-        expect(kg, "corpus.parquet", "kg_node_ids");
-        let mut kg = good.clone();
-        kg.chunk_nodes[3].push(7);
-        expect(kg, "corpus.parquet", "kg_node_ids");
-        let mut kg = good.clone();
-        kg.chunk_nodes[3] = vec![];
-        expect(kg, "corpus.parquet", "kg_node_ids");
+        let hyper = |edit: &dyn Fn(&mut Vec<Hyperedge>)| {
+            let mut edges = good.hyperedges.to_vec();
+            edit(&mut edges);
+            KnowledgeGraph {
+                hyperedges: edges.into(),
+                ..good.clone()
+            }
+        };
+        expect(
+            hyper(&|h| h[0].nodes.truncate(1)),
+            "kg-hyperedges.parquet",
+            "nodes",
+        );
+        expect(
+            hyper(&|h| h[0].nodes = vec![1, 0]),
+            "kg-hyperedges.parquet",
+            "nodes",
+        );
+        expect(hyper(&|h| h.swap(0, 1)), "kg-hyperedges.parquet", "chunk");
+        let edited = |edit: &dyn Fn(&mut Vec<Vec<u32>>)| {
+            let mut lists = good.chunk_nodes.to_vecs();
+            edit(&mut lists);
+            KnowledgeGraph {
+                chunk_nodes: lists.into(),
+                ..good.clone()
+            }
+        };
+        expect(
+            edited(&|l| l[1] = vec![1, 0]),
+            "corpus.parquet",
+            "kg_node_ids",
+        );
+        expect(edited(&|l| l[3].push(7)), "corpus.parquet", "kg_node_ids");
+        expect(edited(&|l| l[3].clear()), "corpus.parquet", "kg_node_ids");
         // a reach row one node longer than the edges give
         let tmp = tempfile::tempdir().unwrap();
         write_all(tmp.path(), &good);

@@ -92,6 +92,7 @@ mod community;
 mod graph;
 mod index;
 mod io;
+mod node_lists;
 mod pagerank;
 mod reach;
 mod text;
@@ -102,6 +103,7 @@ pub(crate) use community::louvain;
 pub use graph::{build, GraphChunk, COOCCURRENCE_CAP, COOCCURRENCE_WEIGHT, MENTION_WEIGHT};
 pub use index::KgIndex;
 pub use io::{corpus_columns, read_kg, write_kg, CorpusColumns, KG_FILES};
+pub use node_lists::{Hyperedges, NodeLists};
 
 /// Enrichment settings (hashed into the export's input key).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -152,7 +154,8 @@ pub enum EnrichConfigError {
     PagerankDamping(f64),
 }
 
-/// One hyperedge: the entity set of one sentence with two or more entities.
+/// One hyperedge: the entity set of one sentence with two or more entities. A graph holds them
+/// flat ([`Hyperedges`]); this is one on its own, to build or edit.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Hyperedge {
     /// The chunk the sentence is in.
@@ -172,17 +175,21 @@ pub struct KnowledgeGraph {
     /// several titles maps to the smallest node id.
     pub aliases: Vec<(String, u32)>,
     /// Per chunk: entity nodes it mentions (its own title's node included). Its 1-hop
-    /// projection (the reach) is not held: [`KnowledgeGraph::chunk_reach`].
-    pub chunk_nodes: Vec<Vec<u32>>,
+    /// projection (the reach) is not held: [`KnowledgeGraph::chunk_reach`]. Flat: a list per
+    /// chunk would be an allocation per chunk.
+    pub chunk_nodes: NodeLists,
     /// Per node: community id (Louvain over the weighted entity graph).
     pub node_community: Vec<u32>,
     /// Per node: PageRank centrality (sums to 1 over nodes).
     pub node_centrality: Vec<f32>,
     /// Undirected weighted edges `(a, b, weight)` with `a < b`, sorted by `(a, b)`: mention edges
     /// (a chunk about `a` mentions `b`) and co-occurrence edges (both mentioned in one chunk).
+    /// Empty in a graph loaded from an export: its [`KgIndex`]'s adjacency holds them
+    /// ([`KgIndex::edges`]), and [`KnowledgeGraph::chunk_reach`] and
+    /// [`KnowledgeGraph::stats`], which read this list, are for a graph as built.
     pub edges: Vec<(u32, u32, f32)>,
     /// Hyperedges, sorted by `(chunk, nodes)`; hyperedge id = index.
-    pub hyperedges: Vec<Hyperedge>,
+    pub hyperedges: Hyperedges,
     /// Per chunk: its own title's node (`None` for an untitled chunk). Not a file of its own in
     /// the export: it is the corpus `title` looked up among the node names.
     pub chunk_title: Vec<Option<u32>>,
@@ -225,7 +232,7 @@ impl KnowledgeGraph {
     /// directly, so nothing holds the whole table (some 400 MB at a million chunks) but a
     /// caller of this.
     pub fn chunk_reach(&self) -> Vec<Vec<u32>> {
-        reach::Reach::new(self.nodes.len(), &self.edges).rows(&self.chunk_nodes)
+        reach::Reach::new(self.nodes.len(), &self.edges).rows(self.chunk_nodes.iter())
     }
 
     /// Community of chunk `chunk`'s own title node (`None` for an untitled or out-of-range chunk).
@@ -405,7 +412,7 @@ mod real_corpora {
                  mean hyperedge size {:.2}",
                 mean(&|c| kg.chunk_nodes[c].len()),
                 mean(&|c| chunk_reach[c].len()),
-                kg.hyperedges.iter().map(|h| h.nodes.len()).sum::<usize>() as f64
+                kg.hyperedges.iter().map(|(_, n)| n.len()).sum::<usize>() as f64
                     / kg.hyperedges.len().max(1) as f64
             );
             eprintln!(

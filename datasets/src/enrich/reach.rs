@@ -40,7 +40,10 @@ impl Reach {
     }
 
     /// The rows of `chunk_nodes` as one `list<u32>` column.
-    pub(crate) fn column(&self, chunk_nodes: &[Vec<u32>]) -> ArrayRef {
+    pub(crate) fn column<'a>(
+        &self,
+        chunk_nodes: impl ExactSizeIterator<Item = &'a [u32]>,
+    ) -> ArrayRef {
         let mut offsets = Vec::with_capacity(chunk_nodes.len() + 1);
         let mut values = Vec::new();
         let mut row = Vec::new();
@@ -55,9 +58,8 @@ impl Reach {
 
     /// Every row of `chunk_nodes`, for tests and diagnostics: at scale, this is the table the
     /// rest of the crate avoids holding.
-    pub(crate) fn rows(&self, chunk_nodes: &[Vec<u32>]) -> Vec<Vec<u32>> {
+    pub(crate) fn rows<'a>(&self, chunk_nodes: impl Iterator<Item = &'a [u32]>) -> Vec<Vec<u32>> {
         chunk_nodes
-            .iter()
             .map(|nodes| {
                 let mut row = Vec::new();
                 self.row_into(nodes, &mut row);
@@ -106,7 +108,7 @@ mod tests {
             for _ in 0..6 {
                 chunk_nodes.push((0..n as u32).filter(|_| rng.chance(25)).collect());
             }
-            let rows = reach.rows(&chunk_nodes);
+            let rows = reach.rows(chunk_nodes.iter().map(Vec::as_slice));
             for (nodes, row) in chunk_nodes.iter().zip(&rows) {
                 assert_eq!(
                     row,
@@ -114,7 +116,7 @@ mod tests {
                     "case {case}, nodes {nodes:?}"
                 );
             }
-            let column = reach.column(&chunk_nodes);
+            let column = reach.column(chunk_nodes.iter().map(Vec::as_slice));
             assert_eq!(
                 column.as_ref(),
                 pq::u32_lists(&rows).as_ref(),
@@ -136,6 +138,6 @@ mod tests {
         assert!(row.is_empty());
         reach.row_into(&[0], &mut row);
         assert_eq!(row, vec![1]);
-        assert!(Reach::default().rows(&[vec![]]) == vec![Vec::<u32>::new()]);
+        assert!(Reach::default().rows([&[][..]].into_iter()) == vec![Vec::<u32>::new()]);
     }
 }

@@ -74,6 +74,7 @@ mod identity;
 mod mapped;
 mod on_demand;
 mod parts;
+mod query_vectors;
 mod read;
 mod write;
 
@@ -96,7 +97,8 @@ pub use head::{read_head, ExportHead, QueryHead};
 pub use identity::{planned_manifest, read_manifest};
 pub use mapped::{mapped_path, MappedVectors};
 pub use parts::{Part, Parts};
-pub use read::load;
+pub use query_vectors::KeepVectors;
+pub use read::{load, load_keeping};
 
 /// Version of the export layout; part of every input key, so a layout change re-prepares, and
 /// checked by [`load`], so an export of another layout is never read. 4: `char_start` and
@@ -384,8 +386,9 @@ pub struct Export {
     content_embeddings: OnDemand<Vec<f32>>,
     /// Queries in dataset order.
     pub queries: Vec<QueryRecord>,
-    /// Query vectors, row-major.
-    pub query_embeddings: Vec<f32>,
+    /// Query vectors: every query's, or those the load was asked to keep
+    /// ([`load_keeping`]).
+    query_vectors: query_vectors::QueryVectors,
     /// BM25 index.
     pub bm25: Bm25Index,
     /// The knowledge graph (empty where enrichment found no entities) with its query-time
@@ -404,6 +407,18 @@ pub struct Export {
 struct Graph {
     kg: KnowledgeGraph,
     index: KgIndex,
+}
+
+impl Graph {
+    /// `kg` over `num_chunks` chunks with its indices, its edge list given up to the adjacency
+    /// built from it (which holds every edge under both its ends: [`KgIndex::edges`] lists them
+    /// again). No reader of a loaded graph walks the list, and at a million chunks it is 64 MB
+    /// beside the adjacency's 85.
+    fn indexed(mut kg: KnowledgeGraph, num_chunks: usize) -> (KnowledgeGraph, KgIndex) {
+        let index = KgIndex::new(&kg, num_chunks);
+        kg.edges = Vec::new();
+        (kg, index)
+    }
 }
 
 impl Export {
@@ -442,6 +457,9 @@ impl Export {
     /// the corpus's `kg_*` columns (hashes checked first, then every file against the others
     /// through [`enrich::read_kg`]) on the first call, the same graph after. A read that failed
     /// fails again, with the same error.
+    ///
+    /// Its `edges` list is empty: the edges are in the adjacency of [`Export::kg_index`]
+    /// ([`KgIndex::edges`], [`KgIndex::edge_count`]), not held twice.
     pub fn kg(&self) -> Result<&KnowledgeGraph> {
         self.graph().map(|g| &g.kg)
     }
@@ -459,7 +477,7 @@ impl Export {
     /// Puts `kg` in place of the export's knowledge graph, its indices built anew: an export
     /// assembled in memory for a study of the graph's effect (the lanes over no entities).
     pub fn replace_kg(&mut self, kg: KnowledgeGraph) {
-        let index = KgIndex::new(&kg, self.chunks.len());
+        let (kg, index) = Graph::indexed(kg, self.chunks.len());
         self.kg = OnDemand::ready(Graph { kg, index });
     }
 
@@ -502,8 +520,22 @@ impl Export {
     }
 
     /// Query `q`'s vector.
+    ///
+    /// # Panics
+    /// When `q` is not a query, or the export was loaded keeping other queries' vectors
+    /// ([`load_keeping`]): a caller asks only for the queries it loaded the export for.
     pub fn query_embedding(&self, q: usize) -> &[f32] {
-        &self.query_embeddings[q * self.dim..(q + 1) * self.dim]
+        self.query_vectors.get(q).unwrap_or_else(|| {
+            panic!(
+                "query {q}'s vector is not held: {} queries, {}",
+                self.queries.len(),
+                if self.query_vectors.holds_all() {
+                    "every vector held"
+                } else {
+                    "the export was loaded keeping other queries' vectors"
+                }
+            )
+        })
     }
     /// Per query, its sub-question vectors flattened (`None` without a decomposition): read
     /// from `queries.parquet` (hash checked first, then each row against its query's

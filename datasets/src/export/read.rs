@@ -16,10 +16,11 @@ use serde::de::DeserializeOwned;
 
 use super::identity::{read_manifest, verify};
 use super::on_demand::OnDemand;
+use super::query_vectors::{KeepVectors, QueryVectors};
 use super::{
     Bm25Stats, Chunk, ChunkText, Export, Graph, Manifest, Part, Parts, QueryRecord, EXPORT_VERSION,
 };
-use crate::enrich::{self, KgIndex};
+use crate::enrich;
 use crate::error::{Error, Result};
 use crate::lexical::{Bm25Index, Bm25Loading, Tokenizer};
 use crate::model::{Span, SubQuestion};
@@ -49,10 +50,17 @@ const ON_DEMAND: [&str; 9] = [
 
 /// Loads the export in `dir`, checking every file against the manifest's hashes.
 pub fn load(dir: &Path) -> Result<Export> {
+    load_keeping(dir, None)
+}
+
+/// [`load`], holding only the vectors of the queries `keep` names (every query's when `None`):
+/// for a run that evaluates some of them, whose other queries' vectors would be held unread.
+/// Every query is still read and checked, its vector's row included.
+pub fn load_keeping(dir: &Path, keep: Option<KeepVectors<'_>>) -> Result<Export> {
     let manifest = read_verified_manifest(dir)?;
     let dim = manifest.dim;
     let corpus = read_corpus(dir)?;
-    let queries = read_queries(dir, &manifest, &corpus.ids)?;
+    let queries = read_queries(dir, &manifest, &corpus.ids, keep)?;
     let bm25 = read_bm25(dir, corpus.chunks.len())?;
     let export = Export {
         dir: dir.to_path_buf(),
@@ -65,7 +73,7 @@ pub fn load(dir: &Path) -> Result<Export> {
         has_content_embeddings: corpus.has_content_embeddings,
         content_embeddings: OnDemand::new(),
         queries: queries.records,
-        query_embeddings: queries.embeddings,
+        query_vectors: queries.vectors,
         bm25,
         kg: OnDemand::new(),
         simgraph: OnDemand::new(),
@@ -226,14 +234,20 @@ fn read_spans(
 struct Queries {
     /// The queries in dataset order.
     records: Vec<QueryRecord>,
-    /// Their vectors, row-major.
-    embeddings: Vec<f32>,
+    /// Their vectors, or those of the queries the load was asked to keep.
+    vectors: QueryVectors,
 }
 
 /// Decodes `queries.parquet` in `dir` against the corpus's chunk `ids`: every gold and chain
 /// chunk must be in the corpus, the grades must agree with the manifest, and each row's
-/// sub-question vectors with its decomposition.
-fn read_queries(dir: &Path, manifest: &Manifest, ids: &[String]) -> Result<Queries> {
+/// sub-question vectors with its decomposition. Only the vectors of the queries `keep` names
+/// are held (all when `None`).
+fn read_queries(
+    dir: &Path,
+    manifest: &Manifest,
+    ids: &[String],
+    keep: Option<KeepVectors<'_>>,
+) -> Result<Queries> {
     let dim = manifest.dim;
     let index: HashMap<&str, u32> = ids
         .iter()
@@ -260,7 +274,6 @@ fn read_queries(dir: &Path, manifest: &Manifest, ids: &[String]) -> Result<Queri
     let cols = table.columns();
     let qids = cols.strings("query_id")?;
     let qtexts = cols.strings("text")?;
-    let query_embeddings = pq::read_vectors(&path, "embedding", dim, qids.len())?;
     let gold_ids = cols.string_lists("gold_chunk_ids")?;
     let chains = cols.opt_strings("chain_json")?;
     let decomps = cols.opt_strings("decomposition_json")?;
@@ -327,9 +340,12 @@ fn read_queries(dir: &Path, manifest: &Manifest, ids: &[String]) -> Result<Queri
             labels,
         });
     }
+    // after the records: which vectors to keep is decided over them
+    let kept = keep.map(|keep| keep(&queries));
+    let vectors = QueryVectors::read(&path, dim, qids.len(), kept.as_deref())?;
     Ok(Queries {
         records: queries,
-        embeddings: query_embeddings,
+        vectors,
     })
 }
 
@@ -523,7 +539,7 @@ pub(super) fn kg(export: &Export) -> Result<Graph> {
     let cols = table.columns();
     let kg = enrich::read_kg(&export.dir, &cols)?;
     drop(table);
-    let index = KgIndex::new(&kg, export.chunks.len());
+    let (kg, index) = Graph::indexed(kg, export.chunks.len());
     // the decoded columns the graph was checked against are gone: their pages go back
     crate::memory::release_freed();
     Ok(Graph { kg, index })

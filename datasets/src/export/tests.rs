@@ -126,9 +126,19 @@ fn round_trip_sorts_chunks_resolves_gold_and_reuses() {
     let kg = enrich::build(&refs, &EnrichConfig::default());
     // read on the first request, not at load
     assert!(!e.kg.is_read());
-    assert_eq!(e.kg().unwrap(), &kg);
+    // the loaded graph is the built one, its edge list given up to the adjacency
+    let (ix, loaded) = (e.kg_index().unwrap(), e.kg().unwrap());
     assert!(e.kg.is_read());
-    let (ix, kg) = (e.kg_index().unwrap(), e.kg().unwrap());
+    assert!(loaded.edges.is_empty());
+    assert_eq!(
+        loaded,
+        &KnowledgeGraph {
+            edges: Vec::new(),
+            ..kg.clone()
+        }
+    );
+    assert_eq!(ix.edges().collect::<Vec<_>>(), kg.edges);
+    assert_eq!(ix.edge_count(), kg.edges.len());
     assert_eq!(kg.nodes, vec!["Alpha", "Beta", "Gamma"]);
     assert_eq!(kg.chunk_nodes, vec![vec![0, 1], vec![0, 1, 2], vec![2]]);
     // Alpha -> Beta (1.0), Beta -> Alpha (1.0), Beta -> Gamma (1.0), Alpha ~ Gamma in Beta (0.5)
@@ -1395,4 +1405,45 @@ fn mapped_vectors_are_the_column_written_once_and_checked_on_every_open() {
     let err = e.mapped_vectors("no_such").unwrap_err().to_string();
     assert!(err.contains("no_such") && err.contains("missing"), "{err}");
     assert_eq!(listed(path.parent().unwrap()), names);
+}
+
+#[test]
+fn a_load_keeping_some_queries_vectors_holds_those_alone_as_the_whole_load_reads_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("d");
+    let mut r = raw();
+    r.questions
+        .push(Question::new("q3", "alpha founded", vec!["a".into()]));
+    prepare_raw(&dir, r);
+    let all = load(&dir).unwrap();
+    assert_eq!(all.queries.len(), 3);
+    // out of order, twice, and a position past the queries: q3 and q1 are held, once each
+    let seen = std::cell::Cell::new(0);
+    let keep = |qs: &[QueryRecord]| {
+        seen.set(qs.len());
+        vec![2, 0, 2, 7]
+    };
+    let some = load_keeping(&dir, Some(&keep)).unwrap();
+    assert_eq!(
+        seen.get(),
+        3,
+        "the records are read whole before the choice"
+    );
+    assert_eq!(some.queries, all.queries);
+    for q in [0, 2] {
+        assert_eq!(some.query_embedding(q), all.query_embedding(q));
+        assert_eq!(some.query_embedding(q).len(), all.dim);
+    }
+    assert_ne!(some.query_embedding(0), some.query_embedding(2));
+    assert_eq!(some.query_vectors.data.len(), 2 * all.dim);
+    let unheld = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        some.query_embedding(1).to_vec()
+    }))
+    .unwrap_err();
+    let msg = unheld.downcast_ref::<String>().unwrap();
+    assert!(msg.contains("query 1's vector is not held"), "{msg}");
+    // keeping none holds none, and still reads and checks every row
+    let none = load_keeping(&dir, Some(&|_| Vec::new())).unwrap();
+    assert!(none.query_vectors.data.is_empty());
+    assert_eq!(none.queries, all.queries);
 }

@@ -280,7 +280,7 @@ pub fn open(
     s: &DataSettings,
     parts: hopbench_datasets::export::Parts,
 ) -> Result<std::sync::Arc<Export>> {
-    match data::open(campaign, dataset, s, true, parts)? {
+    match data::open(campaign, dataset, s, true, parts, None)? {
         DatasetState::Ready(e) => Ok(e),
         DatasetState::Missing(reason) => bail!("dataset {dataset}: {reason}"),
     }

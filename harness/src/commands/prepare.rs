@@ -85,7 +85,15 @@ fn build(s: &Settings, names: &[String], progress: bool) -> Result<()> {
         .campaign
         .parts_read(s.campaign.legs.keys().map(String::as_str));
     for name in names {
-        match data::open(&s.campaign, name, &s.data, progress, parts)? {
+        // what is printed is the manifest's: no query's vector is read, so none is held
+        match data::open(
+            &s.campaign,
+            name,
+            &s.data,
+            progress,
+            parts,
+            Some(&|_| Vec::new()),
+        )? {
             data::DatasetState::Ready(e) => {
                 let st = &e.manifest.stats;
                 out!(

@@ -18,7 +18,9 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use hopbench_datasets::chunk::{ChunkUnit, Chunker, CHUNKER_ID};
 use hopbench_datasets::embed::{self, Embedder, EmbeddingCache, HashingEmbedder};
-use hopbench_datasets::export::{self, EmbedFn, Export, Parts, PrepareConfig, Prepared, Source};
+use hopbench_datasets::export::{
+    self, EmbedFn, Export, KeepVectors, Parts, PrepareConfig, Prepared, Source,
+};
 use hopbench_datasets::formats::{self, documents, Files};
 use hopbench_datasets::vectors_file::VectorFiles;
 use hopbench_datasets::{synthetic, RawDataset, SpannedDataset};
@@ -547,13 +549,15 @@ pub fn embed_part(
 }
 
 /// Prepares (or reuses) and loads dataset `name`, its export with the optional `parts` the legs
-/// to be run read ([`Campaign::parts_read`]); an export that lacks one gets it added.
+/// to be run read ([`Campaign::parts_read`]); an export that lacks one gets it added. Its
+/// queries' vectors are those `keep` names, every one when `None` ([`export::load_keeping`]).
 pub fn open(
     campaign: &Campaign,
     name: &str,
     s: &DataSettings,
     progress: bool,
     parts: Parts,
+    keep: Option<KeepVectors<'_>>,
 ) -> Result<DatasetState> {
     let (members, member_files) = match members_of(campaign, name, s)? {
         Ok(x) => x,
@@ -578,7 +582,16 @@ pub fn open(
             )
         })
         .transpose()?;
-    let (export, how) = prepare_and_load(&source, name, s, &mut embed_fn, &read_all, &dir, parts)?;
+    let (export, how) = prepare_and_load(
+        &source,
+        name,
+        s,
+        &mut embed_fn,
+        &read_all,
+        &dir,
+        parts,
+        keep,
+    )?;
     if let Prepared::Extended(added) = how {
         eprintln!(
             "{name}: added the {added} to the export at {}",
@@ -650,10 +663,12 @@ fn embed_fn<'a>(
     })
 }
 
-/// Prepares (or reuses) the export of dataset `name` in `dir` and loads it. An export whose
+/// Prepares (or reuses) the export of dataset `name` in `dir` and loads it (keeping the query
+/// vectors `keep` names). An export whose
 /// manifest and file hashes check out can still fail to load (written by a build with a bug,
 /// or with values the loader refuses): it is rebuilt once, and a rebuild that does not load
 /// either is the error.
+#[allow(clippy::too_many_arguments)]
 fn prepare_and_load(
     source: &Source,
     name: &str,
@@ -662,6 +677,7 @@ fn prepare_and_load(
     read_all: &dyn Fn() -> Result<SpannedDataset>,
     dir: &Path,
     parts: Parts,
+    keep: Option<KeepVectors<'_>>,
 ) -> Result<(Export, Prepared)> {
     let mut healed = false;
     loop {
@@ -681,7 +697,7 @@ fn prepare_and_load(
                     .with_context(|| format!("preparing dataset {name}"))
             }
         };
-        match export::load(dir) {
+        match export::load_keeping(dir, keep) {
             Ok(export) => return Ok((export, how)),
             Err(e) if how == Prepared::Reused && !healed => {
                 eprintln!(

@@ -8,7 +8,7 @@
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use hopbench_datasets::export::{Export, ExportHead, Manifest};
+use hopbench_datasets::export::{Export, ExportHead, Manifest, QueryRecord};
 use hopbench_legs::engine::ExportRef;
 use hopbench_legs::{Leg, LegError, QueryInput};
 use rayon::prelude::*;
@@ -62,7 +62,18 @@ pub fn run(campaign: &Campaign, s: &MatrixSettings) -> Result<Vec<(CellSummary, 
             }
         }
         let parts = campaign.parts_read(legs.iter().copied());
-        let state = data::open(campaign, dataset, &s.data, s.progress, parts)?;
+        // the queries this run evaluates are the only ones whose vectors a leg reads
+        let evaluated = |queries: &[QueryRecord]| {
+            first_with_gold(queries.iter().map(|q| q.gold.is_empty()), s.limit)
+        };
+        let state = data::open(
+            campaign,
+            dataset,
+            &s.data,
+            s.progress,
+            parts,
+            Some(&evaluated),
+        )?;
         if let DatasetState::Ready(export) = &state {
             let ident = ExportIdentity::of_export(export);
             let idx = ident.evaluated(s.limit);

@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use hopbench_datasets::enrich::NodeLists;
 use hopbench_datasets::export::Export;
 
 use super::hypergraph::{hypergraph, HypergraphParams};
@@ -88,7 +89,7 @@ pub struct FusedParams {
 #[allow(clippy::too_many_arguments)]
 pub fn fuse_lane<G: GraphSource + ?Sized>(
     graph: &G,
-    chunk_nodes: &[Vec<u32>],
+    chunk_nodes: &NodeLists,
     p: &FusedParams,
     query_seeds: &[u32],
     base: &[Candidate],

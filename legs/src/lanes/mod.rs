@@ -22,7 +22,7 @@ pub mod fused;
 pub mod hypergraph;
 pub mod traversal;
 
-use hopbench_datasets::enrich::{KgIndex, KnowledgeGraph};
+use hopbench_datasets::enrich::{KgIndex, KnowledgeGraph, NodeLists};
 use serde::{Deserialize, Serialize};
 
 use crate::candidate::Candidate;
@@ -123,10 +123,10 @@ impl GraphSource for ExportGraph<'_> {
         self.index.node_hyperedges(node)
     }
     fn hyperedge_nodes(&self, id: u32) -> &[u32] {
-        &self.kg.hyperedges[id as usize].nodes
+        self.kg.hyperedges.nodes(id as usize)
     }
     fn hyperedge_chunk(&self, id: u32) -> u32 {
-        self.kg.hyperedges[id as usize].chunk
+        self.kg.hyperedges.chunk(id as usize)
     }
 }
 
@@ -146,7 +146,7 @@ pub fn query_seeds(kg: &KnowledgeGraph, index: &KgIndex, text: &str) -> Vec<u32>
 pub fn graph_seeds(
     query_seeds: &[u32],
     base: &[Candidate],
-    chunk_nodes: &[Vec<u32>],
+    chunk_nodes: &NodeLists,
     p: &Seeds,
 ) -> Vec<u32> {
     let (seed_docs_k, cap) = (p.seed_docs_k, p.seed_node_cap);
@@ -273,11 +273,11 @@ pub(crate) mod testgraph {
             let kg = KnowledgeGraph {
                 nodes: (0..nodes).map(|i| format!("n{i:04}")).collect(),
                 aliases: Vec::new(),
-                chunk_nodes,
+                chunk_nodes: chunk_nodes.into(),
                 node_community: vec![0; nodes],
                 node_centrality: vec![1.0 / nodes.max(1) as f32; nodes],
                 edges: es,
-                hyperedges: hs,
+                hyperedges: hs.into(),
                 ..Default::default()
             };
             MemGraph {
@@ -306,10 +306,10 @@ pub(crate) mod testgraph {
             &self.node_hyper[node as usize]
         }
         fn hyperedge_nodes(&self, id: u32) -> &[u32] {
-            &self.kg.hyperedges[id as usize].nodes
+            self.kg.hyperedges.nodes(id as usize)
         }
         fn hyperedge_chunk(&self, id: u32) -> u32 {
-            self.kg.hyperedges[id as usize].chunk
+            self.kg.hyperedges.chunk(id as usize)
         }
     }
 }
@@ -327,7 +327,8 @@ mod tests {
 
     #[test]
     fn seeds_put_query_seeds_first_dedupe_and_cap() {
-        let chunk_nodes = vec![vec![1, 5], vec![2, 3], vec![3, 9], vec![7], vec![8]];
+        let chunk_nodes =
+            NodeLists::from(vec![vec![1, 5], vec![2, 3], vec![3, 9], vec![7], vec![8]]);
         let base = cands(&[2, 0, 1, 4, 3]);
         // query seeds deduplicated in order; then top-3 docs' nodes (chunk 2, 0, 1), skipping seen
         let s = graph_seeds(

@@ -107,15 +107,16 @@ pub fn build_chain(
     while chain.len() < max_hyperedges && !covered.is_empty() {
         let next = order.iter().enumerate().position(|(k, (id, _))| {
             !chained[k]
-                && kg.hyperedges[*id as usize]
-                    .nodes
+                && kg
+                    .hyperedges
+                    .nodes(*id as usize)
                     .iter()
                     .any(|n| covered.contains(n))
         });
         let Some(k) = next else { break };
         chained[k] = true;
         let id = order[k].0;
-        covered.extend(kg.hyperedges[id as usize].nodes.iter().copied());
+        covered.extend(kg.hyperedges.nodes(id as usize).iter().copied());
         chain.push(id);
     }
     Ok(chain)
@@ -169,7 +170,7 @@ impl CoeSelector {
         let chain = build_chain(retained, kg, seeds, self.config.max_hyperedges)?;
         let mut allowed: Vec<u32> = chain
             .iter()
-            .map(|&id| kg.hyperedges[id as usize].chunk)
+            .map(|&id| kg.hyperedges.chunk(id as usize))
             .collect();
         allowed.sort_unstable();
         allowed.dedup();
@@ -216,7 +217,8 @@ mod tests {
                 he(12, &[5, 6]),
                 he(13, &[2, 3]),
                 he(14, &[3, 4]),
-            ],
+            ]
+            .into(),
             ..Default::default()
         }
     }

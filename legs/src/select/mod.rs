@@ -128,7 +128,7 @@ mod tests {
     #[test]
     fn peak_centrality_is_the_max_over_chunk_nodes() {
         let kg = KnowledgeGraph {
-            chunk_nodes: vec![vec![0, 2], vec![], vec![1]],
+            chunk_nodes: vec![vec![0, 2], vec![], vec![1]].into(),
             node_centrality: vec![0.1, 0.5, 0.4],
             ..Default::default()
         };
