@@ -35,6 +35,33 @@ impl<T: Copy + Default> Csr<T> {
     }
 }
 
+impl<T: Copy> Csr<T> {
+    /// No rows, room for `rows` of them holding `values` values: for a table built a row at a
+    /// time ([`Csr::push_row`]).
+    pub(crate) fn with_capacity(rows: usize, values: usize) -> Self {
+        Csr {
+            offsets: Vec::with_capacity(rows + 1),
+            values: Vec::with_capacity(values),
+        }
+    }
+
+    /// Appends row `rows()`.
+    pub(crate) fn push_row(&mut self, row: &[T]) {
+        if self.offsets.is_empty() {
+            self.offsets.push(0);
+        }
+        self.values.extend_from_slice(row);
+        self.offsets.push(self.values.len());
+    }
+
+    /// Gives back what the arrays hold beyond their rows (a table grown a row at a time
+    /// without knowing its size holds up to twice it).
+    pub(crate) fn shrink_to_fit(&mut self) {
+        self.offsets.shrink_to_fit();
+        self.values.shrink_to_fit();
+    }
+}
+
 impl<W: Copy + Default> Csr<(u32, W)> {
     /// The symmetric adjacency of `n` nodes from undirected edges `(a, b, w)` (`a, b < n`): each
     /// edge appears in row `a` as `(b, w)` and in row `b` as `(a, w)`, and every row is sorted by
@@ -69,6 +96,13 @@ impl<T> Csr<T> {
     /// Row `i` (panics when `i >= rows()`).
     pub(crate) fn row(&self, i: usize) -> &[T] {
         &self.values[self.range(i)]
+    }
+
+    /// The rows in order.
+    pub(crate) fn iter_rows(&self) -> impl ExactSizeIterator<Item = &[T]> + Clone + '_ {
+        self.offsets
+            .windows(2)
+            .map(move |w| &self.values[w[0]..w[1]])
     }
 
     /// Row `i`, or an empty row when there is no row `i` (lookups by an id from elsewhere).

@@ -11,51 +11,32 @@ use std::fmt;
 use std::ops::Index;
 
 use super::Hyperedge;
+use crate::csr::Csr;
 
-/// Lists of node ids by chunk: list `c` is `values[offsets[c]..offsets[c + 1]]`.
-#[derive(Clone, PartialEq, Eq)]
-pub struct NodeLists {
-    /// `len() + 1` ascending offsets into `values`, starting at 0.
-    offsets: Vec<usize>,
-    values: Vec<u32>,
-}
-
-impl Default for NodeLists {
-    fn default() -> Self {
-        NodeLists {
-            offsets: vec![0],
-            values: Vec::new(),
-        }
-    }
-}
+/// Lists of node ids by chunk: the crate's compressed sparse rows, one row per chunk.
+#[derive(Clone, Default, PartialEq)]
+pub struct NodeLists(Csr<u32>);
 
 impl NodeLists {
     /// No lists, room for `lists` of them holding `values` ids.
     pub fn with_capacity(lists: usize, values: usize) -> Self {
-        let mut offsets = Vec::with_capacity(lists + 1);
-        offsets.push(0);
-        NodeLists {
-            offsets,
-            values: Vec::with_capacity(values),
-        }
+        NodeLists(Csr::with_capacity(lists, values))
     }
 
     /// Appends a list.
     pub fn push(&mut self, nodes: &[u32]) {
-        self.values.extend_from_slice(nodes);
-        self.offsets.push(self.values.len());
+        self.0.push_row(nodes);
     }
 
     /// Gives back what the arrays hold beyond their lists (a reader that did not know the
     /// number of ids up front grew them by doubling).
     pub fn shrink_to_fit(&mut self) {
-        self.offsets.shrink_to_fit();
-        self.values.shrink_to_fit();
+        self.0.shrink_to_fit();
     }
 
     /// Number of lists (chunks).
     pub fn len(&self) -> usize {
-        self.offsets.len() - 1
+        self.0.rows()
     }
 
     /// Whether there are no lists.
@@ -65,15 +46,12 @@ impl NodeLists {
 
     /// List `c`, `None` past the last.
     pub fn get(&self, c: usize) -> Option<&[u32]> {
-        let end = *self.offsets.get(c + 1)?;
-        Some(&self.values[self.offsets[c]..end])
+        (c < self.len()).then(|| self.0.row(c))
     }
 
     /// The lists in order.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = &[u32]> + Clone + '_ {
-        self.offsets
-            .windows(2)
-            .map(move |w| &self.values[w[0]..w[1]])
+        self.0.iter_rows()
     }
 
     /// Every list as a `Vec` of its own: for a test that edits one.
@@ -87,7 +65,7 @@ impl Index<usize> for NodeLists {
 
     /// List `c` (panics past the last, as a slice index does).
     fn index(&self, c: usize) -> &[u32] {
-        &self.values[self.offsets[c]..self.offsets[c + 1]]
+        self.0.row(c)
     }
 }
 
@@ -122,7 +100,7 @@ impl fmt::Debug for NodeLists {
 
 /// The knowledge graph's hyperedges, flat: hyperedge `id` is chunk `chunk(id)`'s sentence
 /// over nodes `nodes(id)`. Sorted by `(chunk, nodes)` in a graph; id = index.
-#[derive(Clone, Default, PartialEq, Eq)]
+#[derive(Clone, Default, PartialEq)]
 pub struct Hyperedges {
     chunks: Vec<u32>,
     nodes: NodeLists,
