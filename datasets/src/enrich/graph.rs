@@ -154,15 +154,46 @@ impl GraphChunk for (&str, &str) {
     }
 }
 
+/// Chunks read a block at a time, in chunk order: a corpus too large to hold reads its texts
+/// back from disk ([`build_blocks`]).
+pub trait ChunkBlocks {
+    /// A chunk of a block.
+    type Chunk: GraphChunk;
+    /// Calls `f` with each block in chunk order.
+    fn each_block(&self, f: &mut dyn FnMut(&[Self::Chunk])) -> crate::error::Result<()>;
+}
+
+/// Held chunks are one block.
+impl<C: GraphChunk> ChunkBlocks for [C] {
+    type Chunk = C;
+    fn each_block(&self, f: &mut dyn FnMut(&[C])) -> crate::error::Result<()> {
+        f(self);
+        Ok(())
+    }
+}
+
 /// Builds the knowledge graph of `chunks` (`(title, text as embedded)`, in chunk order). See
 /// the [module documentation](super) for every rule.
 pub fn build<C: GraphChunk>(chunks: &[C], cfg: &EnrichConfig) -> KnowledgeGraph {
-    let mut nodes: Vec<String> = chunks
-        .iter()
-        .map(GraphChunk::title)
-        .filter(|t| !t.trim().is_empty())
-        .map(str::to_string)
-        .collect();
+    build_blocks(chunks, cfg).expect("held chunks are read without error")
+}
+
+/// [`build`] over chunks read a block at a time (twice: their titles, then their mentions);
+/// the graph is the one [`build`] makes of the same chunks held, whatever the blocks.
+pub fn build_blocks<B: ChunkBlocks + ?Sized>(
+    chunks: &B,
+    cfg: &EnrichConfig,
+) -> crate::error::Result<KnowledgeGraph> {
+    let mut nodes: Vec<String> = Vec::new();
+    chunks.each_block(&mut |block| {
+        nodes.extend(
+            block
+                .iter()
+                .map(GraphChunk::title)
+                .filter(|t| !t.trim().is_empty())
+                .map(str::to_string),
+        )
+    })?;
     nodes.sort_unstable();
     nodes.dedup();
     let n = nodes.len();
@@ -180,10 +211,14 @@ pub fn build<C: GraphChunk>(chunks: &[C], cfg: &EnrichConfig) -> KnowledgeGraph 
     } else {
         Vec::new()
     };
-    let scans: Vec<ChunkScan> = chunks
-        .par_iter()
-        .map(|c| scan(title_node(c.title()), &c.text(), matcher.as_ref(), &caps))
-        .collect();
+    let mut scans: Vec<ChunkScan> = Vec::new();
+    chunks.each_block(&mut |block| {
+        scans.par_extend(
+            block
+                .par_iter()
+                .map(|c| scan(title_node(c.title()), &c.text(), matcher.as_ref(), &caps)),
+        )
+    })?;
 
     let edges = edges_of(&scans);
     let mut hyperedges = Hyperedges::default();
@@ -201,7 +236,7 @@ pub fn build<C: GraphChunk>(chunks: &[C], cfg: &EnrichConfig) -> KnowledgeGraph 
         || louvain(n, &edges, cfg.community_seed),
         || pagerank(n, &edges, cfg.pagerank_damping, cfg.pagerank_iterations),
     );
-    KnowledgeGraph {
+    Ok(KnowledgeGraph {
         nodes,
         aliases,
         chunk_nodes,
@@ -210,7 +245,7 @@ pub fn build<C: GraphChunk>(chunks: &[C], cfg: &EnrichConfig) -> KnowledgeGraph 
         edges,
         hyperedges,
         chunk_title,
-    }
+    })
 }
 
 #[cfg(test)]
@@ -299,6 +334,31 @@ pub(super) mod tests {
             kg,
             "deterministic"
         );
+    }
+
+    /// Chunks handed over `n` at a time.
+    struct InBlocks<'a>(&'a [(&'static str, &'static str)], usize);
+
+    impl ChunkBlocks for InBlocks<'_> {
+        type Chunk = (&'static str, &'static str);
+        fn each_block(&self, f: &mut dyn FnMut(&[Self::Chunk])) -> crate::error::Result<()> {
+            self.0.chunks(self.1).for_each(f);
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_graph_built_in_blocks_is_the_graph_built_whole() {
+        let mut chunks = corpus();
+        chunks.extend([
+            ("", "Alpha and Beta, untitled."),
+            ("Epsilon", "Gamma. Delta."),
+        ]);
+        let whole = build(&chunks, &EnrichConfig::default());
+        for n in 1..=chunks.len() {
+            let blocks = build_blocks(&InBlocks(&chunks, n), &EnrichConfig::default()).unwrap();
+            assert_eq!(blocks, whole, "blocks of {n}");
+        }
     }
 
     #[test]

@@ -100,7 +100,10 @@ mod text;
 use serde::{Deserialize, Serialize};
 
 pub(crate) use community::louvain;
-pub use graph::{build, GraphChunk, COOCCURRENCE_CAP, COOCCURRENCE_WEIGHT, MENTION_WEIGHT};
+pub use graph::{
+    build, build_blocks, ChunkBlocks, GraphChunk, COOCCURRENCE_CAP, COOCCURRENCE_WEIGHT,
+    MENTION_WEIGHT,
+};
 pub use index::KgIndex;
 pub use io::{corpus_columns, read_kg, write_kg, CorpusColumns, KG_FILES};
 pub use node_lists::{Hyperedges, NodeLists};

@@ -7,6 +7,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
+use super::texts::Texts;
 use super::{
     Chunk, ChunkText, EmbedFn, ExportStats, ExternalTables, Part, Parts, PrepareConfig,
     QueryRecord, Source,
@@ -106,7 +107,7 @@ pub(super) fn build(
         .map(|(i, p)| (p.id.as_str(), i as u32))
         .collect();
     let doc_names: BTreeSet<&str> = passages.iter().filter_map(|p| p.doc.as_deref()).collect();
-    let docs: Vec<String> = doc_names.iter().map(|s| s.to_string()).collect();
+    let mut docs: Vec<String> = doc_names.iter().map(|s| s.to_string()).collect();
     check_spans(&spans, &passages, &index, &origin)?;
     let queries = resolve_queries(raw.questions, &passages, &index, &origin)?;
     drop(index);
@@ -126,22 +127,36 @@ pub(super) fn build(
         .collect();
     // each reader makes a chunk's full text (header, joiner, body) as it reads it: held for
     // every chunk, they would be the corpus's text a second time
-    let chunks = chunk_records(named, &texts, &docs, &spans);
+    let mut chunks = chunk_records(named, &texts, &docs, &spans);
+    let chunks_with_header = texts.iter().filter(|t| t.header.is_some()).count();
+    let any_header = chunks_with_header > 0;
+    // a build that writes reads its texts back a block at a time from here on; the ids and
+    // document names read among the texts are moved off the texts' freed pages
+    let texts = match out {
+        Some(dir) => {
+            let texts = Texts::spill(texts, source.protocol.joiner, dir)?;
+            let mut survivors: Vec<&mut String> = chunks.iter_mut().map(|c| &mut c.id).collect();
+            survivors.extend(docs.iter_mut());
+            crate::memory::regather(&mut survivors);
+            texts
+        }
+        None => Texts::held(texts),
+    };
 
     let tokenizer = Tokenizer::english();
     let (bm25_terms, bm25_postings) = crate::stages::timed("bm25", || {
         // the parts are written as they are: the impacts a search reads are computed at load
-        let bm25 = Bm25Parts::build(
-            texts.iter().map(ChunkText::full_text),
-            &tokenizer,
-            config.bm25,
-        );
+        let mut failed = None;
+        let bm25 = Bm25Parts::build(texts.full_texts(&mut failed), &tokenizer, config.bm25);
+        if let Some(e) = failed {
+            return Err(e);
+        }
         out.map(|dir| super::write::write_bm25(dir, &bm25))
             .transpose()?;
         Ok::<_, Error>((bm25.terms.len(), bm25.post_chunk.len()))
     })?;
     let (kg_stats, kg_columns) = crate::stages::timed("kg", || {
-        let kg = enrich::build(&texts, &config.enrich);
+        let kg = enrich::build_blocks(&texts, &config.enrich)?;
         out.map(|dir| enrich::write_kg(dir, &kg)).transpose()?;
         // what the corpus file carries of the graph is kept for it; the rest is dropped
         Ok::<_, Error>((kg.stats(), out.map(|_| enrich::CorpusColumns::new(kg))))
@@ -151,7 +166,6 @@ pub(super) fn build(
         .iter()
         .map(|q| q.decomposition.as_deref().map(subquery_texts))
         .collect();
-    let any_header = texts.iter().any(|t| t.header.is_some());
     // a build that writes the corpus embeds its passages a slice of rows at a time as it
     // writes them (only one slice's vectors are held); an embed-only pass embeds them here
     let by_slice = out.is_some();
@@ -167,7 +181,7 @@ pub(super) fn build(
         gold_chunks: queries.iter().map(|q| q.gold.len()).sum(),
         queries_with_chain: queries.iter().filter(|q| q.chain.is_some()).count(),
         graded_gold: super::write::graded_gold(&queries),
-        chunks_with_header: texts.iter().filter(|t| t.header.is_some()).count(),
+        chunks_with_header,
         chunks_with_span: Some(chunks.iter().filter(|c| c.span.is_some()).count()),
         bm25_terms,
         bm25_postings,
@@ -209,7 +223,7 @@ pub(super) fn build(
                 kg_columns,
             };
             let keep = graph_scratch.is_some();
-            super::write::write_corpus(dir, corpus, |rows| match &passages {
+            super::write::write_corpus(dir, corpus, |rows, slice| match &passages {
                 Passages::Held {
                     embeddings,
                     content,
@@ -221,7 +235,6 @@ pub(super) fn build(
                     ))
                 }
                 Passages::BySlice => {
-                    let slice = &texts[rows.clone()];
                     let (e, c) = embed_slice(slice, rows.start, texts.len(), any_header, embed)?;
                     if keep {
                         kept.extend_from_slice(&e);
@@ -482,7 +495,7 @@ enum Passages {
 /// The vector sets from the embedder: queries and sub-queries, and passages (with content only
 /// where some chunk has a header) unless they are embedded `by_slice` as they are written.
 fn embedded(
-    texts: &[ChunkText],
+    texts: &Texts,
     queries: &[QueryRecord],
     sub_texts: &[Option<Vec<String>>],
     any_header: bool,
@@ -493,6 +506,7 @@ fn embedded(
     let passages = if by_slice {
         Passages::BySlice
     } else {
+        let texts = texts.rows(0..texts.len())?;
         let embeddings = {
             let full: Vec<String> = texts.iter().map(ChunkText::full_text).collect();
             let refs: Vec<&str> = full.iter().map(String::as_str).collect();

@@ -76,6 +76,7 @@ mod on_demand;
 mod parts;
 mod query_vectors;
 mod read;
+mod texts;
 mod write;
 
 use std::collections::BTreeMap;

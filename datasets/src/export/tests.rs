@@ -1447,3 +1447,60 @@ fn a_load_keeping_some_queries_vectors_holds_those_alone_as_the_whole_load_reads
     assert!(none.query_vectors.data.is_empty());
     assert_eq!(none.queries, all.queries);
 }
+
+#[test]
+fn an_export_of_texts_spilled_in_several_blocks_is_the_held_texts_export() {
+    // more chunks than two spilled blocks, in an order the build must sort, a header on some
+    let n = 2 * super::texts::BLOCK_ROWS + 3;
+    let names = ["Alpha", "Beta", "Gamma", "Delta Force"];
+    let mut r = raw();
+    r.passages = (0..n)
+        .rev()
+        .map(|i| {
+            let mut p = passage(
+                &format!("p{i:06}"),
+                names[i % names.len()],
+                &format!("{} met {} in {i}.", names[(i + 1) % 4], names[(i + 2) % 4]),
+            );
+            if i % 5 == 0 {
+                p.header = Some(format!("Section {i}"));
+            }
+            p
+        })
+        .collect();
+    r.questions = vec![Question::new("q", "alpha met beta", vec!["p000007".into()])];
+    let tmp = tempfile::tempdir().unwrap();
+    let calls = std::rc::Rc::new(std::cell::Cell::new(0));
+    prepare(
+        &source(),
+        || Ok(r.clone()),
+        &PrepareConfig::default(),
+        &mut fake(8, calls),
+        tmp.path(),
+    )
+    .unwrap();
+    let e = load(tmp.path()).unwrap();
+    // what the build reads back is what it was handed, in chunk order
+    let mut sorted = r.passages.clone();
+    source().protocol.apply(&mut sorted);
+    sorted.sort_by(|a, b| a.id.cmp(&b.id));
+    let held: Vec<ChunkText> = sorted
+        .into_iter()
+        .map(|p| ChunkText {
+            title: p.title,
+            text: p.text,
+            header: p.header,
+            joiner: source().protocol.joiner,
+        })
+        .collect();
+    assert_eq!(e.texts().unwrap(), held.as_slice());
+    let full: Vec<String> = held.iter().map(ChunkText::full_text).collect();
+    let bm25 = Bm25Index::build(&full, &Tokenizer::english(), PrepareConfig::default().bm25);
+    assert_eq!(e.bm25.doc_len(), bm25.doc_len());
+    let kg = enrich::build(&held, &EnrichConfig::default());
+    let loaded = e.kg().unwrap();
+    assert_eq!(loaded.nodes, kg.nodes);
+    assert_eq!(loaded.chunk_nodes, kg.chunk_nodes);
+    assert_eq!(loaded.hyperedges, kg.hyperedges);
+    assert_eq!(e.kg_index().unwrap().edges().collect::<Vec<_>>(), kg.edges);
+}

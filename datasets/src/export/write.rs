@@ -85,7 +85,7 @@ impl Drop for Staging {
 /// What `corpus.parquet` is written from, besides the vectors.
 pub(super) struct Corpus<'a> {
     pub(super) chunks: &'a [Chunk],
-    pub(super) texts: &'a [ChunkText],
+    pub(super) texts: &'a super::texts::Texts,
     pub(super) docs: &'a [String],
     /// The knowledge graph's per-chunk columns, made a slice at a time.
     pub(super) kg_columns: crate::enrich::CorpusColumns,
@@ -102,11 +102,12 @@ pub(super) type SliceVectors = (ArrayRef, Option<ArrayRef>);
 pub(super) fn write_corpus(
     dir: &Path,
     b: Corpus<'_>,
-    mut vectors: impl FnMut(std::ops::Range<usize>) -> Result<SliceVectors>,
+    mut vectors: impl FnMut(std::ops::Range<usize>, &[ChunkText]) -> Result<SliceVectors>,
 ) -> Result<()> {
     pq::write_in_groups(&dir.join("corpus.parquet"), b.chunks.len(), |r| {
-        let v = vectors(r.clone())?;
-        Ok(corpus_rows(&b, r, v))
+        let texts = b.texts.rows(r.clone())?;
+        let v = vectors(r.clone(), &texts)?;
+        Ok(corpus_rows(&b, r, &texts, v))
     })
 }
 
@@ -114,9 +115,10 @@ pub(super) fn write_corpus(
 fn corpus_rows(
     b: &Corpus<'_>,
     rows: std::ops::Range<usize>,
+    t: &[ChunkText],
     (embedding, content): SliceVectors,
 ) -> Vec<(&'static str, ArrayRef)> {
-    let (c, t) = (&b.chunks[rows.clone()], &b.texts[rows.clone()]);
+    let c = &b.chunks[rows.clone()];
     let mut cols = vec![
         (
             "chunk_id",

@@ -280,7 +280,18 @@ pub fn open(
     s: &DataSettings,
     parts: hopbench_datasets::export::Parts,
 ) -> Result<std::sync::Arc<Export>> {
-    match data::open(campaign, dataset, s, true, parts, None)? {
+    open_keeping(campaign, dataset, s, parts, None)
+}
+
+/// [`open`], holding only the query vectors `keep` names (every one when `None`).
+pub fn open_keeping(
+    campaign: &Campaign,
+    dataset: &str,
+    s: &DataSettings,
+    parts: hopbench_datasets::export::Parts,
+    keep: Option<hopbench_datasets::export::KeepVectors<'_>>,
+) -> Result<std::sync::Arc<Export>> {
+    match data::open(campaign, dataset, s, true, parts, keep)? {
         DatasetState::Ready(e) => Ok(e),
         DatasetState::Missing(reason) => bail!("dataset {dataset}: {reason}"),
     }

@@ -34,21 +34,85 @@ fn served() -> bool {
     hopbench_legs::engine::QdrantSpec::BUILT.is_ok()
 }
 
-/// The legs the benchmark times (the `_qdrant` ones where this build serves through Qdrant).
-pub fn legs_yaml() -> String {
-    let mut s = String::from(
-        "  dense: {kind: dense}\n  lexical: {kind: lexical}\n  bm25: {kind: bm25}\n  \
-         graph_rescue: {kind: graph_rescue, graph_mode: auto}\n",
-    );
-    if served() {
-        s += "  dense_qdrant: {kind: dense, dense: {engine: qdrant}}\n  graph_rescue_qdrant: \
-              {kind: graph_rescue, graph_mode: auto, dense: {engine: qdrant}}\n";
-    }
-    s
+/// The settings of the quantised served legs: int8 walked in RAM, the float vectors on disk
+/// rescoring four candidates per hit (what a corpus too large for its float vectors in RAM is
+/// served with).
+const INT8: &str = "{engine: qdrant, quantization: int8, oversampling: 4, on_disk: true}";
+
+/// Every leg the benchmark can time, as its campaign entry (`name: {...}`; a `{}` stands for
+/// [`INT8`]), and whether it is served through Qdrant.
+const LEGS: &[(&str, bool)] = &[
+    ("dense: {kind: dense}", false),
+    ("lexical: {kind: lexical}", false),
+    ("bm25: {kind: bm25}", false),
+    (
+        "graph_rescue: {kind: graph_rescue, graph_mode: auto}",
+        false,
+    ),
+    ("dense_qdrant: {kind: dense, dense: {engine: qdrant}}", true),
+    (
+        "graph_rescue_qdrant: {kind: graph_rescue, graph_mode: auto, dense: {engine: qdrant}}",
+        true,
+    ),
+    ("dense_qdrant_int8: {kind: dense, dense: {}}", true),
+    (
+        "graph_rescue_qdrant_int8: {kind: graph_rescue, graph_mode: auto, dense: {}}",
+        true,
+    ),
+];
+
+/// The name of a [`LEGS`] entry.
+fn leg_name(entry: &str) -> &str {
+    entry.split_once(':').map_or(entry, |(name, _)| name)
 }
 
-/// The scale campaign for `sizes` (passages), writing into `results`.
-pub fn campaign_yaml(results: &Path, sizes: &[usize], seed: u64) -> String {
+/// Timed unless `--legs` says otherwise: every leg but the quantised ones, the served ones
+/// where this build serves.
+pub fn default_legs() -> Vec<String> {
+    LEGS.iter()
+        .filter(|&&(entry, q)| (!q || served()) && !leg_name(entry).ends_with("_int8"))
+        .map(|&(entry, _)| leg_name(entry).to_string())
+        .collect()
+}
+
+/// Whether leg `name` is served through Qdrant.
+fn is_served(name: &str) -> bool {
+    LEGS.iter().any(|&(entry, q)| leg_name(entry) == name && q)
+}
+
+/// The campaign's `legs:` block for `legs` (each a name of [`LEGS`]; one served through Qdrant
+/// only where this build serves).
+pub fn legs_yaml(legs: &[String]) -> Result<String> {
+    let mut s = String::new();
+    for name in legs {
+        let Some(&(entry, q)) = LEGS.iter().find(|&&(entry, _)| leg_name(entry) == name) else {
+            let known: Vec<&str> = LEGS.iter().map(|&(entry, _)| leg_name(entry)).collect();
+            bail!(
+                "--legs: no leg `{name}`; bench scale times {}",
+                known.join(", ")
+            );
+        };
+        if q && !served() {
+            bail!(
+                "--legs: `{name}` is served through Qdrant, which this build lacks (the \
+                 `qdrant` feature)"
+            );
+        }
+        s += &format!("  {}\n", entry.replace("{}", INT8));
+    }
+    if s.is_empty() {
+        bail!("--legs: name at least one leg");
+    }
+    Ok(s)
+}
+
+/// The scale campaign for `sizes` (passages) and `legs`, writing into `results`.
+pub fn campaign_yaml(
+    results: &Path,
+    sizes: &[usize],
+    seed: u64,
+    legs: &[String],
+) -> Result<String> {
     let mut s = format!(
         "# written by `hopbench bench scale`\nresults: {}\nmodel: hashing-384\ndatasets:\n",
         serde_json::to_string(&results.display().to_string()).expect("a string")
@@ -60,7 +124,7 @@ pub fn campaign_yaml(results: &Path, sizes: &[usize], seed: u64) -> String {
             serde_json::to_string(&cfg).expect("a synthetic config serialises")
         );
     }
-    s + "legs:\n" + &legs_yaml()
+    Ok(s + "legs:\n" + &legs_yaml(legs)?)
 }
 
 /// One leg at one size.
@@ -114,10 +178,12 @@ pub struct ScaleReport {
     pub matrix_cells: usize,
 }
 
-/// Runs the benchmark. `threads` is the prepare's and the matrix's thread count; latencies are
-/// one query at a time on the calling thread.
+/// Runs the benchmark over `legs` (names of [`LEGS`]). `threads` is the prepare's and the
+/// matrix's thread count; latencies are one query at a time on the calling thread.
+#[allow(clippy::too_many_arguments)]
 pub fn run(
     sizes: &[usize],
+    legs: &[String],
     results: &Path,
     queries: usize,
     repeat: usize,
@@ -130,8 +196,8 @@ pub fn run(
     // the same bound as a run's thread count (the flag is this command's `--threads`)
     crate::pipeline::contract::pinned_threads(Some(threads), None).map_err(anyhow::Error::msg)?;
     let seed = hopbench_datasets::synthetic::SyntheticConfig::default().seed;
+    let yaml = campaign_yaml(results, sizes, seed, legs)?;
     std::fs::create_dir_all(results).with_context(|| format!("creating {}", results.display()))?;
-    let yaml = campaign_yaml(results, sizes, seed);
     let campaign_path = results.join("scale-campaign.yaml");
     crate::store::fsx::write_atomic(&campaign_path, yaml.as_bytes())?;
     let campaign = Campaign::parse(&yaml, &campaign_path.display().to_string())?;
@@ -154,15 +220,22 @@ pub fn run(
         stages::take();
         let t = Instant::now();
         let parts = campaign.parts_read(legs.iter().map(String::as_str));
-        let export = pool.install(|| crate::bench::open(&campaign, &name, &data, parts))?;
-        if served() {
+        // the legs are timed on the first `queries` questions: only their vectors are held
+        let timed =
+            |all: &[hopbench_datasets::export::QueryRecord]| (0..queries.min(all.len())).collect();
+        let export = pool
+            .install(|| crate::bench::open_keeping(&campaign, &name, &data, parts, Some(&timed)))?;
+        // each served leg's shard is built (or opened) here, so its cost is a stage of its own
+        let served_legs: Vec<&String> = legs.iter().filter(|l| is_served(l)).collect();
+        if !served_legs.is_empty() {
             pool.install(|| {
                 stages::timed("dense_shard", || {
-                    hopbench_legs::engine::qdrant::shard_for(
-                        &export,
-                        hopbench_legs::engine::Vectors::Full,
-                        hopbench_datasets::hnsw::HnswSettings::default(),
-                    )
+                    served_legs.iter().try_for_each(|&name| {
+                        campaign.legs[name]
+                            .build(name, export.clone())
+                            .map(drop)
+                            .with_context(|| format!("leg {name} on {}", export.manifest.dataset))
+                    })
                 })
             })?;
         }
@@ -391,14 +464,15 @@ mod tests {
     fn a_thread_count_above_the_bound_is_refused_before_anything_is_written() {
         let dir = tempfile::tempdir().unwrap();
         let results = dir.path().join("scale");
-        let e = run(&[100], &results, 10, 1, 100_000, false).unwrap_err();
+        let e = run(&[100], &default_legs(), &results, 10, 1, 100_000, false).unwrap_err();
         assert!(e.to_string().contains("--threads is 100000"), "{e}");
         assert!(!results.exists());
     }
 
     #[test]
     fn the_scale_campaign_parses_with_one_dataset_per_size() {
-        let yaml = campaign_yaml(Path::new("/tmp/x y"), &[1000, 20_000], 7);
+        let yaml =
+            campaign_yaml(Path::new("/tmp/x y"), &[1000, 20_000], 7, &default_legs()).unwrap();
         let c = Campaign::parse(&yaml, "scale").unwrap();
         assert_eq!(
             c.datasets.keys().collect::<Vec<_>>(),
@@ -411,9 +485,50 @@ mod tests {
     }
 
     #[test]
+    fn the_legs_are_chosen_by_name_and_an_unknown_one_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let results = dir.path().join("scale");
+        let e = run(
+            &[100],
+            &["lexical".into(), "bm26".into()],
+            &results,
+            10,
+            1,
+            1,
+            false,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("no leg `bm26`") && e.contains("graph_rescue_qdrant_int8"),
+            "{e}"
+        );
+        assert!(!results.exists(), "refused before anything is written");
+        let legs: Vec<String> = vec!["lexical".into(), "dense_qdrant_int8".into()];
+        match campaign_yaml(dir.path(), &[100], 7, &legs) {
+            Ok(yaml) => {
+                assert!(served());
+                let c = Campaign::parse(&yaml, "scale").unwrap();
+                assert_eq!(
+                    c.legs.keys().collect::<Vec<_>>(),
+                    ["dense_qdrant_int8", "lexical"]
+                );
+                let dense = &c.legs["dense_qdrant_int8"].params()["dense"];
+                assert_eq!(dense["quantization"], "int8", "{dense:?}");
+                assert_eq!(dense["on_disk"], true, "{dense:?}");
+            }
+            Err(e) => {
+                assert!(!served());
+                assert!(e.to_string().contains("lacks"), "{e}");
+            }
+        }
+        assert!(!default_legs().iter().any(|l| l.ends_with("_int8")));
+    }
+
+    #[test]
     fn a_small_scale_run_reports_every_stage_and_leg() {
         let tmp = tempfile::tempdir().unwrap();
-        let r = run(&[400, 800], tmp.path(), 5, 1, 1, false).unwrap();
+        let r = run(&[400, 800], &default_legs(), tmp.path(), 5, 1, 1, false).unwrap();
         assert_eq!(r.sizes.len(), 2);
         let names: Vec<&str> = r.sizes[0].stages.iter().map(|s| s.name).collect();
         for want in ["read", "bm25", "kg", "embed", "write"] {

@@ -18,6 +18,12 @@ pub struct Scale {
     /// Comma list of passage counts, e.g. `10000,100000,1000000`.
     #[arg(long, value_delimiter = ',', required = true)]
     pub passages: Vec<usize>,
+    /// Comma list of the legs to time (default: every leg but the int8-served ones). Known:
+    /// dense, lexical, bm25, graph_rescue, and served through Qdrant dense_qdrant,
+    /// graph_rescue_qdrant, dense_qdrant_int8, graph_rescue_qdrant_int8 (int8 in RAM, the
+    /// float vectors on disk, oversampling 4).
+    #[arg(long, value_delimiter = ',')]
+    pub legs: Option<Vec<String>>,
     /// Where the scale campaign, its exports, shards and cells go.
     #[arg(long, default_value = "results-scale")]
     pub results: PathBuf,
@@ -45,8 +51,10 @@ impl Command for Scale {
     }
 
     fn run(self, _: Option<&Settings>) -> Result<ExitCode> {
+        let legs = self.legs.unwrap_or_else(scale::default_legs);
         let r = scale::run(
             &self.passages,
+            &legs,
             &self.results,
             self.queries,
             self.repeat,
