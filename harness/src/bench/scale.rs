@@ -230,11 +230,16 @@ pub fn run(
         if !served_legs.is_empty() {
             pool.install(|| {
                 stages::timed("dense_shard", || {
+                    // built as the timing below builds them, so the shard is the one it opens
                     served_legs.iter().try_for_each(|&name| {
-                        campaign.legs[name]
-                            .build(name, export.clone())
-                            .map(drop)
-                            .with_context(|| format!("leg {name} on {}", export.manifest.dataset))
+                        crate::pipeline::leg_build::build(
+                            &campaign.legs[name],
+                            name,
+                            &export,
+                            &data,
+                        )?
+                        .map(drop)
+                        .with_context(|| format!("leg {name} on {}", export.manifest.dataset))
                     })
                 })
             })?;
