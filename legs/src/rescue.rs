@@ -415,7 +415,20 @@ pub(crate) mod fixtures {
         parts: export::Parts,
     ) -> Export {
         let tmp = tempfile::tempdir().unwrap();
-        let dir = tmp.path().join("export");
+        // the directory goes with `tmp`: read the parts read on demand while it is there
+        let export = export_in(&tmp.path().join("export"), raw, dim, protocol, parts);
+        export.read_all().unwrap();
+        export
+    }
+
+    /// Prepares `raw` with the fake model into `dir`, which the caller keeps, and loads it.
+    pub(crate) fn export_in(
+        dir: &std::path::Path,
+        raw: impl FnOnce() -> hopbench_datasets::Result<hopbench_datasets::RawDataset>,
+        dim: usize,
+        protocol: Protocol,
+        parts: export::Parts,
+    ) -> Export {
         let source = Source {
             name: "test".into(),
             format: "test".into(),
@@ -429,14 +442,11 @@ pub(crate) mod fixtures {
             || raw().map(hopbench_datasets::SpannedDataset::from),
             &PrepareConfig::default(),
             &mut fake(dim),
-            &dir,
+            dir,
             parts,
         )
         .unwrap();
-        // the directory goes with `tmp`: read the parts read on demand while it is there
-        let export = export::load(&dir).unwrap();
-        export.read_all().unwrap();
-        export
+        export::load(dir).unwrap()
     }
 
     /// The fake model's vector of one text.

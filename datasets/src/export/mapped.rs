@@ -86,6 +86,11 @@ pub struct MappedVectors {
 }
 
 impl MappedVectors {
+    /// The file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
     /// The rows, row-major `rows x dim`: an error naming the file if it changed since it was
     /// checked.
     pub fn rows(&self) -> Result<&[f32]> {

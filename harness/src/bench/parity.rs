@@ -316,6 +316,7 @@ pub fn run(
     let (exact_tops, exact_dense_times) = dense_lane(export, n, repeat, |q| {
         Ok(exact_engine
             .search_vector(q, 10)
+            .map_err(|f| anyhow::anyhow!("exact dense search: {f}"))?
             .iter()
             .map(|c| c.chunk)
             .collect())

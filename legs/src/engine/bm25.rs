@@ -1,5 +1,6 @@
 //! The BM25 engine over the export's postings (see `hopbench_datasets::lexical`): the query
-//! text is tokenised with the export's analyzer (Lucene English) and scored term-at-a-time.
+//! text is tokenised with the export's analyzer (Lucene English) and scored by MaxScore,
+//! document at a time, to the exhaustive sum's bits.
 //!
 //! The export indexes each chunk's full text (its protocol's header, then the body);
 //! [`Bm25::content_only`] indexes the bodies alone, for the text-alone ablation.

@@ -1,5 +1,6 @@
-//! Why an engine could not answer. Only engines outside the process can fail at query time (the
-//! built-in scans cannot); the error names the engine, the command it runs and the request, so
+//! Why an engine could not answer. Engines outside the process can fail at query time, and so
+//! can the built-in ones that read files as they search (Qdrant's shard, the exact scan of a
+//! streamed vector file); the error names the engine, what it runs or reads and the request, so
 //! a cell recorded as `error` says which query broke which backend.
 
 use std::fmt;
@@ -10,7 +11,8 @@ use std::sync::Arc;
 pub struct EngineError {
     /// What answers, e.g. `external lexical engine`.
     pub engine: &'static str,
-    /// The command line of the process, as configured.
+    /// The command line of the process, as configured; for an engine in the process, the
+    /// directory or file it reads.
     pub command: String,
     /// The id of the query the request was for; `None` for a failure at start-up.
     pub query_id: Option<String>,

@@ -56,7 +56,7 @@ pub fn shard_for(
     }
     // the vector file, checked: a cached shard's open reads a few probe rows from it, and a
     // build its rows a batch at a time
-    let map = map_for(export, vectors)?;
+    let map = vectors.mapped(export)?;
     let src = source(export, vectors, settings);
     let expected = Expected {
         source: &src,
@@ -83,30 +83,6 @@ pub fn shard_for(
     Ok(shard)
 }
 
-/// Mapped vector files open in this process, by path (a shard's open and every leg over it
-/// share one, checked against its hash once).
-fn open_maps() -> &'static Mutex<HashMap<PathBuf, Weak<MappedVectors>>> {
-    static OPEN: OnceLock<Mutex<HashMap<PathBuf, Weak<MappedVectors>>>> = OnceLock::new();
-    OPEN.get_or_init(Default::default)
-}
-
-/// `export`'s `vectors`, mapped ([`Export::mapped_vectors`]): this process's open copy, or the
-/// file opened (and checked) or written now.
-fn map_for(export: &Export, vectors: Vectors) -> Result<Arc<MappedVectors>, LegError> {
-    let path = hopbench_datasets::export::mapped_path(
-        &export.dir,
-        &export.manifest.content_hash(),
-        vectors.column(),
-    );
-    let mut open = open_maps().lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(map) = open.get(&path).and_then(Weak::upgrade) {
-        return Ok(map);
-    }
-    let map = Arc::new(export.mapped_vectors(vectors.column())?);
-    open.insert(path, Arc::downgrade(&map));
-    Ok(map)
-}
-
 /// Dense search through a Qdrant HNSW shard of the export's vectors.
 pub struct QdrantDense {
     export: Arc<Export>,
@@ -123,7 +99,7 @@ impl QdrantDense {
     pub fn new(export: Arc<Export>, vectors: Vectors, spec: &QdrantSpec) -> Result<Self, LegError> {
         vectors.available_in(&export)?;
         // the hits are scored exactly, over the export's own vectors, mapped
-        let map = map_for(&export, vectors)?;
+        let map = vectors.mapped(&export)?;
         let shard = shard_for(&export, vectors, spec.build)?;
         Ok(QdrantDense {
             export,
