@@ -591,12 +591,8 @@ impl Bm25Index {
         // every other chunk is under some other term: those terms' tokens, in query order, and
         // by the largest impact each can add, ascending, where `bound[j]` is what a chunk found
         // under `by_max[..j]` alone can score, at most
-        let mut lists: Vec<Cursor<'_>> = terms
-            .iter()
-            .filter(|&&t| t != seed)
-            .map(|&t| cursor(t))
-            .collect();
         let others: Vec<u32> = terms.iter().copied().filter(|&t| t != seed).collect();
+        let mut lists: Vec<Cursor<'_>> = others.iter().map(|&t| cursor(t)).collect();
         let mut by_max: Vec<usize> = (0..lists.len()).collect();
         by_max.sort_by(|&a, &b| {
             max_of(others[a])
