@@ -6,7 +6,9 @@ reading the dicts or columns; ranx's includes building its `Qrels` and `Run` (fr
 `Run.from_df`); pytrec_eval's includes building the `RelevanceEvaluator` (and, for the
 DataFrame, turning it into the dict it takes). One thread everywhere (NUMBA_NUM_THREADS=1 for
 ranx; hopbench's evaluation is single-threaded). Per-query values are checked equal to
-pytrec_eval's to 1e-9.
+pytrec_eval's to 1e-9. Last, the floors any evaluator of the dicts stands on: each entry of the
+run and of the qrels walked in C, its id checked and read, its value read, nothing matched or
+scored (scripts/py_eval_floor.c, built here with the C compiler, `gcc` or `$CC`).
 
 Usage: scripts/py_eval_bench.py [--queries 100000] [--depth 100] [--seed 7] [--repeat 1]
 
@@ -52,6 +54,31 @@ def generate(queries, depth, seed):
             judged[ranked[rng.randrange(depth)]] = 1
         qrels[qid] = judged
     return run, qrels
+
+
+def floor_walk():
+    """scripts/py_eval_floor.c's `walk`, built for this interpreter in a temporary directory;
+    None (with a note) where it cannot be built."""
+    import importlib.util
+    import pathlib
+    import subprocess
+    import sysconfig
+    import tempfile
+
+    source = pathlib.Path(__file__).with_name("py_eval_floor.c")
+    out = pathlib.Path(tempfile.mkdtemp()) / ("py_eval_floor" + sysconfig.get_config_var("EXT_SUFFIX"))
+    cc = [os.environ.get("CC", "gcc"), "-O2", "-shared", "-fPIC",
+          "-I" + sysconfig.get_paths()["include"], str(source), "-o", str(out)]
+    try:
+        subprocess.run(cc, check=True, capture_output=True)
+    except (OSError, subprocess.CalledProcessError) as e:
+        print(f"py_eval_bench: the C floor was not built ({e}); its line is left out",
+              file=sys.stderr)
+        return None
+    spec = importlib.util.spec_from_file_location("py_eval_floor", out)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.walk
 
 
 def timed(f):
@@ -134,9 +161,13 @@ def main():
     t_te_df, _ = best(df_to_dict)
     rows.append(("pytrec_eval (DataFrame -> dict)", t_te_df))
 
-    # a floor for any evaluator of the dict: touching each score once, in C (`sum` over each
-    # query's `dict.values()`), with no id read and nothing scored
+    # floors for any evaluator of the dict: each score touched once in C (`sum` over each
+    # query's `dict.values()`), and each entry walked in C with its id checked and read
+    # (scripts/py_eval_floor.c, when a C compiler is at hand); nothing ranked or scored
     t_floor, _ = best(lambda: sum(map(sum, map(dict.values, run.values()))))
+    walk = floor_walk()
+    t_walk = best(lambda: walk(run))[0] if walk else None
+    t_walk_qrels = best(lambda: walk(qrels))[0] if walk else None
 
     # values: hopbench's per-query equal pytrec_eval's (same queries: those with a relevant doc)
     # (the per-query frame names measures as hopbench writes them: ndcg@10, recall@100, AP)
@@ -153,8 +184,12 @@ def main():
         ref = t_hb_df if "DataFrame" in name or "from_df" in name else t_hb
         print(f"| {name} | {t:.2f} | {t / ref:.1f}x |")
     print(f"\nper-query values: hopbench vs pytrec_eval max |diff| {diff:.1e}")
-    print(f"floor (each score of the dict touched once in C, nothing scored): {t_floor:.2f} s; "
-          f"a tenth of pytrec_eval's dict time is {t_te / 10:.2f} s")
+    print(f"floor (each score of the dict touched once in C, nothing scored): {t_floor:.3f} s; "
+          f"a tenth of pytrec_eval's dict time is {t_te / 10:.3f} s")
+    if t_walk is not None:
+        print(f"floor (each entry walked in C, its id checked and read, its score read; "
+              f"scripts/py_eval_floor.c): {t_walk:.3f} s the run, {t_walk_qrels:.3f} s the "
+              f"qrels, {t_walk + t_walk_qrels:.3f} s both")
     if diff > 1e-9:
         sys.exit("py_eval_bench: values differ")
 

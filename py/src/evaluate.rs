@@ -10,7 +10,8 @@ use hopbench::pipeline::campaign::{Campaign, CiMode, StatsConfig, EMBEDDED};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString};
 
-use crate::sources::Given;
+use crate::dict_run::{self, JudgedKeys};
+use crate::sources::{Given, PyQrels, PyRun};
 use crate::{guarded, InputError, MeasureError};
 
 /// The settings every evaluation takes.
@@ -72,22 +73,44 @@ fn input_error(e: impl std::fmt::Display) -> PyErr {
     InputError::new_err(e.to_string())
 }
 
-fn read_qrels(qrels: &Bound<'_, PyAny>) -> PyResult<Qrels> {
+/// The judgements, and for a dict the judged documents' own `str`s (for [`crate::dict_run`]).
+fn read_qrels<'py>(qrels: &Bound<'py, PyAny>) -> PyResult<(Qrels, Option<JudgedKeys<'py>>)> {
     let mut source = Given::from_tuple(qrels, "qrels")?.into_qrels()?;
-    Qrels::from_source(&mut source).map_err(input_error)
+    if let PyQrels::Dict(name, dict) = &source {
+        if let Some((qrels, keys)) = dict_run::read_qrels(name, dict) {
+            return Ok((qrels, Some(keys)));
+        }
+    }
+    let qrels = Qrels::from_source(&mut source).map_err(input_error)?;
+    Ok((qrels, None))
 }
 
-fn score(run: &Bound<'_, PyAny>, qrels: &Qrels, s: &Settings) -> PyResult<Evaluated> {
+/// The run's per-query values, and whether it was a dict read in place ([`crate::dict_run`]).
+fn score<'py>(
+    run: &Bound<'py, PyAny>,
+    (qrels, keys): &(Qrels, Option<JudgedKeys<'py>>),
+    s: &Settings,
+) -> PyResult<(Evaluated, bool)> {
     let mut source = Given::from_tuple(run, "run")?.into_run()?;
-    let e = eval::evaluate_source(&mut source, qrels, s.rules(), s.drop_unknown)
-        .map_err(input_error)?;
+    let in_place = match &source {
+        PyRun::Dict(_, dict) => {
+            dict_run::evaluate(dict, qrels, keys.as_ref(), s.rules(), s.drop_unknown)?
+        }
+        _ => None,
+    };
+    let read_in_place = in_place.is_some();
+    let e = match in_place {
+        Some(e) => e,
+        None => eval::evaluate_source(&mut source, qrels, s.rules(), s.drop_unknown)
+            .map_err(input_error)?,
+    };
     if e.query_ids.is_empty() {
         return Err(InputError::new_err(format!(
             "the qrels have no query with a relevant judgement (grade >= {}): nothing to evaluate",
             s.level
         )));
     }
-    Ok(e)
+    Ok((e, read_in_place))
 }
 
 fn stats_config(ci: bool, resamples: usize, permutations: usize, seed: u64) -> StatsConfig {
@@ -118,7 +141,7 @@ pub fn evaluate<'py>(
     guarded(|| {
         let s = Settings::new(measures, relevance_level, ties, drop_unknown)?;
         let qrels = read_qrels(qrels)?;
-        let e = score(run, &qrels, &s)?;
+        let (e, run_in_place) = score(run, &qrels, &s)?;
         let stats = stats_config(ci, resamples, StatsConfig::default().permutations, seed);
         let lines = eval::summarize(&e, &stats);
         let out = PyDict::new(py);
@@ -177,6 +200,9 @@ pub fn evaluate<'py>(
             },
         )?;
         info.set_item("relevance_level", s.level)?;
+        // how the inputs were read: a dict in place, or as records (same values either way)
+        info.set_item("run_in_place", run_in_place)?;
+        info.set_item("qrels_in_place", qrels.1.is_some())?;
         out.set_item("info", info)?;
         Ok(out)
     })
@@ -238,8 +264,8 @@ pub fn compare<'py>(
     guarded(|| {
         let s = Settings::new(measures, relevance_level, ties, drop_unknown)?;
         let qrels = read_qrels(qrels)?;
-        let a = score(run_a, &qrels, &s)?;
-        let b = score(run_b, &qrels, &s)?;
+        let (a, _) = score(run_a, &qrels, &s)?;
+        let (b, _) = score(run_b, &qrels, &s)?;
         let stats = stats_config(true, resamples, permutations, seed);
         let rows: Vec<Paired> = (0..a.names.len())
             .map(|j| paired(&a, &b, j, &stats))

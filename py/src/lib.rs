@@ -8,6 +8,7 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 
 mod arrow;
+mod dict_run;
 mod evaluate;
 mod results;
 mod sources;

@@ -57,7 +57,10 @@ def evaluate(
       and a value per (query, measure) as little-endian f64, query-major (NaN where a measure
       is undefined for the query);
     - `"info"`: `{"records", "queries", "queries_absent", "queries_without_relevant",
-      "ties_broken", "dropped_unknown_queries": int, "ties": str, "relevance_level": int}`.
+      "ties_broken", "dropped_unknown_queries": int, "ties": str, "relevance_level": int,
+      "run_in_place", "qrels_in_place": bool}` (the last two: whether the run and the qrels
+      were dicts read where Python keeps them, rather than as records; the values are the
+      same either way).
     """
 
 def compare(

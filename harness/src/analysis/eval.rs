@@ -149,6 +149,31 @@ impl Qrels {
         })
     }
 
+    /// Judgements a caller has read itself (the Python package reads a dict in place), in
+    /// query order: each query's judged documents are sorted as [`Qrels::read`] sorts them.
+    /// `None` when there is nothing judged or a query or a (query, document) pair repeats,
+    /// which the caller's source then reports through [`Qrels::from_source`] with its place.
+    pub fn from_queries(path: PathBuf, mut queries: Vec<QrelsQuery>) -> Option<Qrels> {
+        if queries.is_empty() {
+            return None;
+        }
+        let mut index = IdIndex::default();
+        for (q, query) in queries.iter_mut().enumerate() {
+            if index.insert(query.id.clone(), q).is_some() || query.judged.is_empty() {
+                return None;
+            }
+            query.judged.sort_unstable();
+            if query.judged.windows(2).any(|w| w[0].0 == w[1].0) {
+                return None;
+            }
+        }
+        Some(Qrels {
+            path,
+            queries,
+            index,
+        })
+    }
+
     /// The error for a file that judges some pair twice, naming the first line (in file order)
     /// that repeats a pair and the line it repeats. Only read when sorting found a repeat, so
     /// the lines are not kept for files without one.
@@ -256,6 +281,8 @@ struct Sheet<'a> {
     records: usize,
     dropped: usize,
     ties: usize,
+    /// Scratch space for a query's graded view.
+    graded: Graded,
 }
 
 impl<'a> Sheet<'a> {
@@ -269,6 +296,7 @@ impl<'a> Sheet<'a> {
             records: 0,
             dropped: 0,
             ties: 0,
+            graded: Graded::default(),
         }
     }
 
@@ -290,6 +318,38 @@ impl<'a> Sheet<'a> {
         {
             *slot = at.score(&judged);
         }
+    }
+
+    /// Scores query `q` from its records ranked: `order` the record indices in rank order,
+    /// `judged_at[i]` the place of record `i`'s document in the query's judged list
+    /// (`u32::MAX`: not judged); `ranked` is scratch space.
+    fn record_ranked(&mut self, q: usize, order: &[u32], judged_at: &[u32], ranked: &mut Vec<u32>) {
+        let query = &self.qrels.queries[q];
+        let judged = &query.judged;
+        // metric ids: a judged document is its place in the sorted judged list, any other
+        // one |judged| + its record index (unique: no pair is listed twice)
+        let g = judged.len() as u32;
+        // the graded view, built in the sheet's scratch space (as `QrelsQuery::graded` builds
+        // it, without an allocation per query)
+        let mut graded = std::mem::take(&mut self.graded);
+        graded.ranked.clear();
+        ranked.clear();
+        ranked.extend(order.iter().map(|&i| match judged_at[i as usize] {
+            u32::MAX => {
+                graded.ranked.push(None);
+                g + i
+            }
+            j => {
+                graded.ranked.push(Some(judged[j as usize].1));
+                j
+            }
+        }));
+        graded.judged.clear();
+        graded.judged.extend(judged.iter().map(|(_, g)| *g));
+        graded.judged.sort_unstable_by(|a, b| b.cmp(a));
+        let gold = gold_ids(query, self.rules.level, |j| j as u32);
+        self.record(q, ranked, &gold, &graded);
+        self.graded = graded;
     }
 
     fn finish(mut self) -> Evaluated {
@@ -451,25 +511,10 @@ impl Block {
                 s = (s + 1) & mask;
             }
         }
-        // the ranking: score descending (a run is usually in this order already, which the
-        // stable sort detects in one pass), then each group of equal scores by the tie rule
-        order.clear();
-        order.extend(0..n as u32);
-        let score = |i: u32| recs[i as usize].0;
-        order.sort_by(|&a, &b| score(b).total_cmp(&score(a)));
-        let ties = sheet.rules.ties;
-        for tied in order.chunk_by_mut(|&a, &b| score(a) == score(b)) {
-            if tied.len() > 1 {
-                sheet.ties += tied.len() - 1;
-                tied.sort_unstable_by(|&a, &b| ties.cmp(doc(a), doc(b)));
-            }
-        }
-        // metric ids: a judged document is its place in the sorted judged list, any other
-        // one |judged| + its record index (unique: no pair is listed twice)
+        sheet.ties += rank(order, n, |i| recs[i as usize].0, doc, sheet.rules.ties);
         let query = &sheet.qrels.queries[q];
         if query.relevant(sheet.rules.level) > 0 {
             let judged = &query.judged;
-            let g = judged.len() as u32;
             // the record of each judged document, found in the table of record ids
             judged_at.clear();
             judged_at.resize(n, u32::MAX);
@@ -488,26 +533,90 @@ impl Block {
                     s = (s + 1) & mask;
                 }
             }
-            let mut grades = Vec::with_capacity(n);
-            ranked.clear();
-            ranked.extend(order.iter().map(|&i| match judged_at[i as usize] {
-                u32::MAX => {
-                    grades.push(None);
-                    g + i
-                }
-                j => {
-                    grades.push(Some(judged[j as usize].1));
-                    j
-                }
-            }));
-            let gold = gold_ids(query, sheet.rules.level, |j| j as u32);
-            let graded = query.graded(grades);
-            sheet.record(q, ranked, &gold, &graded);
+            sheet.record_ranked(q, order, judged_at, ranked);
         }
         sheet.records += n;
         recs.clear();
         arena.clear();
         Ok(())
+    }
+}
+
+/// Orders a query's `n` records for scoring into `order` (record indices): score descending
+/// (a run is usually in this order already, which the stable sort detects in one pass), then
+/// each group of equal scores by the tie rule. Returns how many adjacent equal scores the rule
+/// ordered.
+pub fn rank<'d>(
+    order: &mut Vec<u32>,
+    n: usize,
+    score: impl Fn(u32) -> f64,
+    doc: impl Fn(u32) -> &'d str,
+    ties: Ties,
+) -> usize {
+    order.clear();
+    order.extend(0..n as u32);
+    order.sort_by(|&a, &b| score(b).total_cmp(&score(a)));
+    let mut broken = 0;
+    for tied in order.chunk_by_mut(|&a, &b| score(a) == score(b)) {
+        if tied.len() > 1 {
+            broken += tied.len() - 1;
+            tied.sort_unstable_by(|&a, &b| ties.cmp(doc(a), doc(b)));
+        }
+    }
+    broken
+}
+
+/// The scoring [`evaluate_source`] does after it has read a query's records, for a caller that
+/// reads and ranks each query itself (the Python package walks a dict run in place, where
+/// every query's documents are already unique and in memory): the same per-query values and
+/// counts, from the same code.
+pub struct Scorer<'a> {
+    sheet: Sheet<'a>,
+    ranked: Vec<u32>,
+}
+
+impl<'a> Scorer<'a> {
+    /// An empty sheet for `qrels` under `rules`.
+    pub fn new(qrels: &'a Qrels, rules: Rules<'a>) -> Self {
+        Scorer {
+            sheet: Sheet::new(qrels, rules),
+            ranked: Vec::new(),
+        }
+    }
+
+    /// The qrels index of query `id`.
+    pub fn query(&self, id: &str) -> Option<usize> {
+        self.sheet.qrels.index.get(id).copied()
+    }
+
+    /// Marks query `q` as read; false if it was already (its records are then not contiguous,
+    /// which [`evaluate_source`] reads grouped).
+    pub fn open(&mut self, q: usize) -> bool {
+        !std::mem::replace(&mut self.sheet.seen[q], true)
+    }
+
+    /// Scores query `q`, opened, from its records: `order` as [`rank`] gives it, `judged_at`
+    /// as [`Block`] finds it (per record, the place of its document among the query's judged
+    /// ones, `u32::MAX`: not judged), `ties` as [`rank`] counts them. A query without a
+    /// relevant judgement is only counted, as [`evaluate_source`] does.
+    pub fn score(&mut self, q: usize, order: &[u32], judged_at: &[u32], ties: usize) {
+        debug_assert!(self.sheet.seen[q] && order.len() == judged_at.len());
+        if self.sheet.qrels.queries[q].relevant(self.sheet.rules.level) > 0 {
+            self.sheet
+                .record_ranked(q, order, judged_at, &mut self.ranked);
+        }
+        self.sheet.records += order.len();
+        self.sheet.ties += ties;
+    }
+
+    /// Counts `records` dropped because the qrels do not judge their query.
+    pub fn dropped(&mut self, records: usize) {
+        self.sheet.dropped += records;
+    }
+
+    /// The per-query values and counts.
+    pub fn finish(self) -> Evaluated {
+        self.sheet.finish()
     }
 }
 
@@ -1168,6 +1277,84 @@ mod tests {
             fell_back += usize::from(seed % 3 == 0);
         }
         assert!(fell_back > 50 && compared > 100, "{fell_back} {compared}");
+    }
+
+    /// Judgements read by a caller give the qrels the file gives, in any judgement order; a
+    /// repeated query or pair, or nothing judged, is left to the file's reading to report.
+    #[test]
+    fn qrels_from_queries_equal_the_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut built = 0;
+        for seed in 0..100 {
+            let (_, text) = random_case(seed, true);
+            let Ok(file) = Qrels::read(&write(dir.path(), "q.txt", &text)) else {
+                continue;
+            };
+            let mut queries = file.queries.clone();
+            for q in &mut queries {
+                q.judged.reverse();
+            }
+            let got = Qrels::from_queries(file.path.clone(), queries.clone()).unwrap();
+            assert_eq!((&got.queries, &got.index), (&file.queries, &file.index));
+            built += 1;
+            let mut twice = queries.clone();
+            twice.push(twice[0].clone());
+            assert!(Qrels::from_queries(file.path.clone(), twice).is_none());
+            let mut pair = queries.clone();
+            let first = pair[0].judged[0].clone();
+            pair[0].judged.push((first.0, first.1 + 1));
+            assert!(Qrels::from_queries(file.path.clone(), pair).is_none());
+        }
+        assert!(built > 50, "{built}");
+        assert!(Qrels::from_queries(PathBuf::from("q"), Vec::new()).is_none());
+    }
+
+    /// A caller that reads and ranks each query itself (as the Python package does a dict
+    /// run) gets from [`Scorer`] the values and counts the streaming reader gives.
+    #[test]
+    fn the_scorer_gives_the_streaming_readers_values() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut scored = 0;
+        for seed in 0..200 {
+            let (run, qrels) = random_case(seed, true);
+            let path = write(dir.path(), "r.trec", &run);
+            let Ok(q) = Qrels::read(&write(dir.path(), "q.txt", &qrels)) else {
+                continue;
+            };
+            let all = every_measure();
+            let r = Rules {
+                which: &all,
+                level: 1 + (seed % 2) as i64,
+                ties: [Ties::Id, Ties::TrecEval][(seed % 4 / 2) as usize],
+            };
+            let want = evaluate(&path, RunFormat::Trec, &q, r, false).unwrap();
+            let mut scorer = Scorer::new(&q, r);
+            let lines: Vec<Vec<&str>> = run
+                .lines()
+                .map(|l| l.split_whitespace().collect())
+                .collect();
+            let (mut order, mut judged_at) = (Vec::new(), Vec::new());
+            for recs in lines.chunk_by(|a, b| a[0] == b[0]) {
+                let at = scorer.query(recs[0][0]).unwrap();
+                assert!(scorer.open(at));
+                let doc = |i: u32| recs[i as usize][2];
+                let score = |i: u32| recs[i as usize][4].parse::<f64>().unwrap();
+                let ties = rank(&mut order, recs.len(), score, doc, r.ties);
+                let judged = &q.queries()[at].judged;
+                judged_at.clear();
+                judged_at.extend((0..recs.len() as u32).map(|i| {
+                    judged
+                        .iter()
+                        .position(|(d, _)| d == doc(i))
+                        .map_or(u32::MAX, |j| j as u32)
+                }));
+                scorer.score(at, &order, &judged_at, ties);
+                assert!(!scorer.open(at));
+            }
+            assert_eq!(scorer.finish(), want, "seed {seed}");
+            scored += 1;
+        }
+        assert!(scored > 100, "{scored}");
     }
 
     #[test]

@@ -25,7 +25,7 @@
 use std::collections::{BTreeSet, HashMap};
 
 /// One query's ranking resolved against its graded judgements.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Graded {
     /// The grade of the document at each rank, in rank order (`None`: not judged, or a repeat
     /// of a document ranked earlier).
