@@ -13,11 +13,12 @@
 //! built whatever its size and always searched through the graph, so what a small real set
 //! measures is the same approximation a large corpus gets.
 //!
-//! **Parts.** A shard of more than [`PART_POINTS`] points is built as several Qdrant shards
-//! (parts) of equal runs of rows, none larger than that, one after the other, so a build holds
-//! one part's vectors and graph rather than the whole matrix's; a search asks every part for its
-//! top `k` and merges them by score, ties on ascending point, as Qdrant merges the segments of
-//! one shard. A shard of at most that many points is one part, on disk as it was before parts.
+//! **Parts.** A shard of more than [`HnswSettings::part_points`] points (by default
+//! [`PART_POINTS`]) is built as several Qdrant shards (parts) of equal runs of rows, none larger
+//! than that, one after the other, so a build holds one part's vectors and graph rather than the
+//! whole matrix's; a search asks every part for its top `k` and merges them by score, ties on
+//! ascending point, as Qdrant merges the segments of one shard. A shard of at most that many
+//! points is one part, on disk as it was before parts.
 //!
 //! **What is random, and what is not.** Qdrant draws each point's HNSW level from a thread-local
 //! generator it does not let a caller seed, and inserts points on several threads, so two builds
@@ -54,12 +55,13 @@ pub use shard::*;
 /// Whether this build carries Qdrant's engine (the `qdrant` cargo feature).
 pub const BUILT: bool = cfg!(feature = "qdrant");
 
-/// Points per part, at most: a larger shard is built as several Qdrant shards of equal runs of
-/// rows, one after the other, each closed before the next is built, and searched together. Qdrant's
-/// build holds every vector of what it builds twice over (the segment the points were upserted
-/// into and the indexed one it is copied into) with the graph beside them: the build of a
-/// million 384-wide vectors peaked at 4,758 MiB in one part, 2,988 MiB in two (docs/src/scale.md,
-/// "The shard built in parts"). Each part costs a search per query.
+/// Points per part, at most, unless the settings name another ([`HnswSettings::part_points`]):
+/// a larger shard is built as several Qdrant shards of equal runs of rows, one after the other,
+/// each closed before the next is built, and searched together. Qdrant's build holds every
+/// vector of what it builds twice over (the segment the points were upserted into and the
+/// indexed one it is copied into) with the graph beside them: the build of a million 384-wide
+/// vectors peaked at 4,758 MiB in one part, 2,988 MiB in two (docs/src/scale.md, "The shard
+/// built in parts"). Each part costs a search per query.
 pub const PART_POINTS: usize = 1 << 19;
 
 /// The environment variable by which Qdrant maps each of its files once.
@@ -171,6 +173,16 @@ pub struct HnswSettings {
     /// shards built before it existed keep their keys.
     #[serde(skip_serializing_if = "Quantization::is_none")]
     pub quantization: Quantization,
+    /// The most points one graph holds ([`PART_POINTS`] unless set): a larger shard is built
+    /// as several graphs over equal runs of rows, each walked per query. Fewer, larger parts
+    /// make a search cheaper and a build hold more at once. Absent from a manifest at its
+    /// default, so the shards built before it existed keep their keys.
+    #[serde(skip_serializing_if = "is_default_part_points")]
+    pub part_points: usize,
+}
+
+fn is_default_part_points(n: &usize) -> bool {
+    *n == PART_POINTS
 }
 
 /// Qdrant's vector quantisation: the search walks the graph over compressed vectors held in
@@ -217,6 +229,7 @@ impl Default for HnswSettings {
             ef_construct: 100,
             on_disk: false,
             quantization: Quantization::None,
+            part_points: PART_POINTS,
         }
     }
 }
@@ -235,13 +248,21 @@ impl HnswSettings {
                 "at least 4",
             ));
         }
+        if self.part_points == 0 {
+            return Err(SettingError::new(
+                "`part_points`",
+                self.part_points,
+                "at least 1",
+            ));
+        }
         Ok(())
     }
 }
 
 /// The identity a cached shard's manifest records as its `source`: the export's content hash,
 /// the vector set (`embedding` or `embedding_content`) and the build settings (the
-/// quantisation named only when there is one, so float32 shards keep the keys they had).
+/// quantisation named only when there is one, the part size only when it is not the default, so
+/// the shards built before either existed keep the keys they had).
 pub fn cache_source(content_hash: &str, vectors: &str, settings: HnswSettings) -> String {
     let mut s = format!(
         "export {content_hash} vectors {vectors} m {} ef_construct {} on_disk {}",
@@ -249,6 +270,9 @@ pub fn cache_source(content_hash: &str, vectors: &str, settings: HnswSettings) -
     );
     if !settings.quantization.is_none() {
         s += &format!(" quantization {}", settings.quantization);
+    }
+    if !is_default_part_points(&settings.part_points) {
+        s += &format!(" part_points {}", settings.part_points);
     }
     s
 }

@@ -11,7 +11,7 @@ use qdrant_edge::{
 };
 use serde::{Deserialize, Serialize};
 
-use super::{BuildCost, HnswSettings, Quantization, Rows, MANIFEST, PART_POINTS};
+use super::{BuildCost, HnswSettings, Quantization, Rows, MANIFEST};
 use crate::error::{Error, Result};
 
 /// The payload field that carries a point's record id.
@@ -129,20 +129,6 @@ impl HnswShard {
         ids: &[&str],
         settings: HnswSettings,
     ) -> Result<(HnswShard, BuildCost)> {
-        Self::build_in_parts(dir, source, vectors, dim, ids, settings, PART_POINTS)
-    }
-
-    /// [`HnswShard::build`] with parts of at most `part_points` points, of equal sizes (tests
-    /// build several parts of a few rows).
-    pub(super) fn build_in_parts<R: Rows + ?Sized>(
-        dir: &Path,
-        source: &str,
-        vectors: &R,
-        dim: usize,
-        ids: &[&str],
-        settings: HnswSettings,
-        part_points: usize,
-    ) -> Result<(HnswShard, BuildCost)> {
         settings.validate().map_err(|m| shard_err(dir, m))?;
         if dim == 0 || vectors.values() != ids.len() * dim {
             return Err(shard_err(
@@ -162,7 +148,7 @@ impl HnswShard {
         let tmp = TempDir::create(parent, &name)?;
 
         let n = ids.len();
-        let parts = n.div_ceil(part_points.max(1)).max(1);
+        let parts = n.div_ceil(settings.part_points).max(1);
         let ranges = part_ranges(n, parts);
         let mut cost = BuildCost::default();
         for (p, rows) in ranges.iter().enumerate() {

@@ -169,6 +169,8 @@ fn a_failed_build_leaves_nothing_behind() {
     let refs: Vec<&str> = vec!["x"; 10];
     let e = HnswShard::build(&dir, "t", &v[..], 4, &refs, bad).unwrap_err();
     assert!(e.to_string().contains("`m` is 0"), "{e}");
+    let e = HnswShard::build(&dir, "t", &v[..], 4, &refs, in_parts(0)).unwrap_err();
+    assert!(e.to_string().contains("`part_points` is 0"), "{e}");
     assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
 }
 
@@ -292,6 +294,20 @@ fn a_float32_shard_keeps_the_key_and_manifest_it_had_before_quantisation() {
     );
     let json = serde_json::to_string(&s).unwrap();
     assert_eq!(json, r#"{"m":16,"ef_construct":100,"on_disk":false}"#);
+    // a part size other than the default is named in both, and read back
+    let parts = HnswSettings {
+        part_points: 1 << 21,
+        ..int8
+    };
+    assert_eq!(
+        cache_source("h", "embedding", parts),
+        "export h vectors embedding m 16 ef_construct 100 on_disk false quantization int8 \
+         part_points 2097152"
+    );
+    let json = serde_json::to_string(&parts).unwrap();
+    assert!(json.ends_with(r#""part_points":2097152}"#), "{json}");
+    let back: HnswSettings = serde_json::from_str(&json).unwrap();
+    assert_eq!(back, parts);
     let back: HnswSettings = serde_json::from_str(&serde_json::to_string(&int8).unwrap()).unwrap();
     assert_eq!(back, int8);
     let e = serde_json::from_str::<HnswSettings>(r#"{"quantization":"int4"}"#).unwrap_err();
@@ -306,17 +322,17 @@ fn build_parts(
     part: usize,
 ) -> HnswShard {
     let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-    HnswShard::build_in_parts(
-        dir,
-        "test",
-        vectors,
-        dim,
-        &refs,
-        HnswSettings::default(),
-        part,
-    )
-    .unwrap()
-    .0
+    HnswShard::build(dir, "test", vectors, dim, &refs, in_parts(part))
+        .unwrap()
+        .0
+}
+
+/// The default settings with parts of at most `part` points.
+fn in_parts(part: usize) -> HnswSettings {
+    HnswSettings {
+        part_points: part,
+        ..HnswSettings::default()
+    }
 }
 
 #[test]
@@ -365,10 +381,10 @@ fn a_quantised_shard_in_parts_pools_each_parts_candidates_with_their_record_ids(
     let tmp = tempfile::tempdir().unwrap();
     let settings = HnswSettings {
         quantization: Quantization::Int8,
-        ..HnswSettings::default()
+        ..in_parts(100)
     };
     let dir = tmp.path().join("s");
-    let shard = HnswShard::build_in_parts(&dir, "test", &v[..], dim, &refs, settings, 100)
+    let shard = HnswShard::build(&dir, "test", &v[..], dim, &refs, settings)
         .unwrap()
         .0;
     assert_eq!(shard.manifest().parts, Some(3));
@@ -415,7 +431,7 @@ fn a_shard_in_parts_is_verified_part_by_part_when_opened() {
     let manifest = build_parts(&dir, &v, dim, &ids(n), 50).manifest().clone();
     let expected = Expected {
         source: "test",
-        settings: HnswSettings::default(),
+        settings: in_parts(50),
         points: n,
         dim,
     };

@@ -81,8 +81,9 @@ fn is_served(name: &str) -> bool {
 }
 
 /// The campaign's `legs:` block for `legs` (each a name of [`LEGS`]; one served through Qdrant
-/// only where this build serves).
-pub fn legs_yaml(legs: &[String]) -> Result<String> {
+/// only where this build serves), the served legs' shards in parts of at most `part_points`
+/// points where it is given.
+pub fn legs_yaml(legs: &[String], part_points: Option<usize>) -> Result<String> {
     let mut s = String::new();
     for name in legs {
         let Some(&(entry, q)) = LEGS.iter().find(|&&(entry, _)| leg_name(entry) == name) else {
@@ -98,7 +99,14 @@ pub fn legs_yaml(legs: &[String]) -> Result<String> {
                  `qdrant` feature)"
             );
         }
-        s += &format!("  {}\n", entry.replace("{}", INT8));
+        let mut entry = entry.replace("{}", INT8);
+        if let Some(n) = part_points.filter(|_| q) {
+            entry = entry.replace(
+                "engine: qdrant",
+                &format!("engine: qdrant, part_points: {n}"),
+            );
+        }
+        s += &format!("  {entry}\n");
     }
     if s.is_empty() {
         bail!("--legs: name at least one leg");
@@ -112,6 +120,7 @@ pub fn campaign_yaml(
     sizes: &[usize],
     seed: u64,
     legs: &[String],
+    part_points: Option<usize>,
 ) -> Result<String> {
     let mut s = format!(
         "# written by `hopbench bench scale`\nresults: {}\nmodel: hashing-384\ndatasets:\n",
@@ -124,7 +133,7 @@ pub fn campaign_yaml(
             serde_json::to_string(&cfg).expect("a synthetic config serialises")
         );
     }
-    Ok(s + "legs:\n" + &legs_yaml(legs)?)
+    Ok(s + "legs:\n" + &legs_yaml(legs, part_points)?)
 }
 
 /// One leg at one size.
@@ -189,6 +198,7 @@ pub fn run(
     repeat: usize,
     threads: usize,
     matrix: bool,
+    part_points: Option<usize>,
 ) -> Result<ScaleReport> {
     if sizes.is_empty() {
         bail!("--passages: give at least one size");
@@ -196,7 +206,7 @@ pub fn run(
     // the same bound as a run's thread count (the flag is this command's `--threads`)
     crate::pipeline::contract::pinned_threads(Some(threads), None).map_err(anyhow::Error::msg)?;
     let seed = hopbench_datasets::synthetic::SyntheticConfig::default().seed;
-    let yaml = campaign_yaml(results, sizes, seed, legs)?;
+    let yaml = campaign_yaml(results, sizes, seed, legs, part_points)?;
     std::fs::create_dir_all(results).with_context(|| format!("creating {}", results.display()))?;
     let campaign_path = results.join("scale-campaign.yaml");
     crate::store::fsx::write_atomic(&campaign_path, yaml.as_bytes())?;
@@ -469,15 +479,31 @@ mod tests {
     fn a_thread_count_above_the_bound_is_refused_before_anything_is_written() {
         let dir = tempfile::tempdir().unwrap();
         let results = dir.path().join("scale");
-        let e = run(&[100], &default_legs(), &results, 10, 1, 100_000, false).unwrap_err();
+        let e = run(
+            &[100],
+            &default_legs(),
+            &results,
+            10,
+            1,
+            100_000,
+            false,
+            None,
+        )
+        .unwrap_err();
         assert!(e.to_string().contains("--threads is 100000"), "{e}");
         assert!(!results.exists());
     }
 
     #[test]
     fn the_scale_campaign_parses_with_one_dataset_per_size() {
-        let yaml =
-            campaign_yaml(Path::new("/tmp/x y"), &[1000, 20_000], 7, &default_legs()).unwrap();
+        let yaml = campaign_yaml(
+            Path::new("/tmp/x y"),
+            &[1000, 20_000],
+            7,
+            &default_legs(),
+            None,
+        )
+        .unwrap();
         let c = Campaign::parse(&yaml, "scale").unwrap();
         assert_eq!(
             c.datasets.keys().collect::<Vec<_>>(),
@@ -501,6 +527,7 @@ mod tests {
             1,
             1,
             false,
+            None,
         )
         .unwrap_err()
         .to_string();
@@ -510,7 +537,7 @@ mod tests {
         );
         assert!(!results.exists(), "refused before anything is written");
         let legs: Vec<String> = vec!["lexical".into(), "dense_qdrant_int8".into()];
-        match campaign_yaml(dir.path(), &[100], 7, &legs) {
+        match campaign_yaml(dir.path(), &[100], 7, &legs, None) {
             Ok(yaml) => {
                 assert!(served());
                 let c = Campaign::parse(&yaml, "scale").unwrap();
@@ -521,6 +548,13 @@ mod tests {
                 let dense = &c.legs["dense_qdrant_int8"].params()["dense"];
                 assert_eq!(dense["quantization"], "int8", "{dense:?}");
                 assert_eq!(dense["on_disk"], true, "{dense:?}");
+                // a part size goes to the served legs alone
+                let legs: Vec<String> = vec!["lexical".into(), "graph_rescue_qdrant".into()];
+                let yaml = campaign_yaml(dir.path(), &[100], 7, &legs, Some(4096)).unwrap();
+                let c = Campaign::parse(&yaml, "scale").unwrap();
+                let dense = &c.legs["graph_rescue_qdrant"].params()["dense"];
+                assert_eq!(dense["part_points"], 4096, "{dense:?}");
+                assert!(!c.legs["lexical"].params().contains_key("dense"));
             }
             Err(e) => {
                 assert!(!served());
@@ -533,7 +567,17 @@ mod tests {
     #[test]
     fn a_small_scale_run_reports_every_stage_and_leg() {
         let tmp = tempfile::tempdir().unwrap();
-        let r = run(&[400, 800], &default_legs(), tmp.path(), 5, 1, 1, false).unwrap();
+        let r = run(
+            &[400, 800],
+            &default_legs(),
+            tmp.path(),
+            5,
+            1,
+            1,
+            false,
+            None,
+        )
+        .unwrap();
         assert_eq!(r.sizes.len(), 2);
         let names: Vec<&str> = r.sizes[0].stages.iter().map(|s| s.name).collect();
         for want in ["read", "bm25", "kg", "embed", "write"] {

@@ -35,6 +35,10 @@ pub struct ServingParity {
     /// Vectors and graph memory-mapped from disk.
     #[arg(long)]
     pub on_disk: bool,
+    /// The most points one graph holds; a larger shard is built as several graphs, each
+    /// walked per query.
+    #[arg(long, default_value_t = hopbench_datasets::hnsw::PART_POINTS)]
+    pub part_points: usize,
     /// Comma list of shard quantisations, each served and compared: none (float32), int8
     /// (a byte per value), binary (a bit per value).
     #[arg(long, value_delimiter = ',', default_value = "none", value_parser = quantization)]
@@ -86,6 +90,7 @@ fn run(s: &Settings, a: &ServingParity) -> Result<()> {
             ef_construct: a.ef_construct,
             on_disk: a.on_disk,
             quantization: hopbench_datasets::hnsw::Quantization::None,
+            part_points: a.part_points,
         },
         repeat: a.repeat,
         limit: a.limit,

@@ -73,7 +73,8 @@ pub fn not_built() -> LegError {
     })
 }
 
-/// `dense: {engine: qdrant, hnsw_ef, m, ef_construct, on_disk, quantization, oversampling}`.
+/// `dense: {engine: qdrant, hnsw_ef, m, ef_construct, on_disk, quantization, oversampling,
+/// part_points}`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct QdrantSpec {
     /// Search beam width (Qdrant's `hnsw_ef`); absent: Qdrant's default, its `ef_construct`.
@@ -102,6 +103,8 @@ struct SpecIn {
     quantization: Option<Quantization>,
     #[serde(default)]
     oversampling: Option<f64>,
+    #[serde(default)]
+    part_points: Option<usize>,
 }
 
 impl EngineKind for QdrantSpec {
@@ -122,6 +125,7 @@ impl EngineKind for QdrantSpec {
             ef_construct: s.ef_construct.unwrap_or(d.ef_construct),
             on_disk: s.on_disk.unwrap_or(d.on_disk),
             quantization: s.quantization.unwrap_or(d.quantization),
+            part_points: s.part_points.unwrap_or(d.part_points),
         };
         Ok(QdrantSpec {
             hnsw_ef: s.hnsw_ef.unwrap_or(build.ef_construct),
@@ -220,6 +224,13 @@ mod tests {
         assert_eq!(read(serde_json::Value::Object(s.write())).unwrap(), s);
         let e = read(serde_json::json!({"quantization": "pq"})).unwrap_err();
         assert!(e.to_string().contains("pq"), "{e}");
+        // a part size is written when it is not the default, and read back
+        let s = read(serde_json::json!({"part_points": 2_000_000})).unwrap();
+        assert_eq!(s.build.part_points, 2_000_000);
+        assert_eq!(s.write()["part_points"], 2_000_000);
+        assert_eq!(read(serde_json::Value::Object(s.write())).unwrap(), s);
+        let at_default = serde_json::json!({"part_points": hopbench_datasets::hnsw::PART_POINTS});
+        assert_eq!(read(at_default).unwrap(), plain);
     }
 
     #[test]
@@ -244,5 +255,7 @@ mod tests {
             assert!(e.to_string().contains("at least 1"), "{bad}: {e}");
         }
         check(serde_json::json!({"quantization": "binary", "oversampling": 1.0})).unwrap();
+        let e = check(serde_json::json!({"part_points": 0})).unwrap_err();
+        assert!(e.to_string().contains("`part_points` is 0"), "{e}");
     }
 }

@@ -39,6 +39,10 @@ pub struct Scale {
     /// Skip the two `run-matrix` runs.
     #[arg(long)]
     pub no_matrix: bool,
+    /// The most points one graph of a served leg's shard holds (`dense: {part_points}`;
+    /// default 524288): fewer, larger parts search faster and build with more in memory.
+    #[arg(long, value_parser = at_least_one)]
+    pub part_points: Option<usize>,
     #[command(flatten)]
     pub json: JsonOut,
 }
@@ -60,6 +64,7 @@ impl Command for Scale {
             self.repeat,
             self.threads,
             !self.no_matrix,
+            self.part_points,
         )?;
         out!("{}", scale::markdown(&r).trim_end());
         self.json.write(&r)?;
