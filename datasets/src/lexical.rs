@@ -624,18 +624,12 @@ impl Bm25Index {
                 // than a seek into it for each chunk that may enter: its impacts then stand in
                 // the bound for its largest (only chunks found already are kept: no other can
                 // enter)
-                let mut may_enter = 0;
-                for (w, &bits) in found.iter().enumerate() {
-                    let mut bits = bits;
-                    while bits != 0 {
-                        let at = w * 64 + bits.trailing_zeros() as usize;
-                        bits &= bits - 1;
-                        may_enter += usize::from(best.may_enter(safe(rest + acc[at])));
-                    }
-                }
+                let may_enter = set_bits(&found)
+                    .filter(|&at| best.may_enter(safe(rest + acc[at])))
+                    .count();
                 for &l in by_max[..skipped].iter().rev() {
                     let list = &mut lists[l];
-                    list.at += gallop(&list.chunks[list.at..], base);
+                    list.seek(base as u32);
                     let upto = list.at + gallop(&list.chunks[list.at..], end);
                     if upto - list.at > may_enter * STREAM_COST {
                         continue;
@@ -655,55 +649,51 @@ impl Bm25Index {
                 // the subtractions above may round below the sum of the maxima left
                 rest = rest.max(0.0);
             }
-            for (w, slot) in found.iter_mut().enumerate() {
-                let mut bits = std::mem::take(slot);
-                while bits != 0 {
-                    let at = w * 64 + bits.trailing_zeros() as usize;
-                    bits &= bits - 1;
-                    let chunk = (base + at) as u32;
-                    // a chunk under the seed term was scored with its chunks
-                    let scored = |seeded: &mut Cursor<'_>| {
-                        seeded.seek(chunk);
-                        seeded.current() == Some(chunk)
+            for at in set_bits(&found) {
+                let chunk = (base + at) as u32;
+                // a chunk under the seed term was scored with its chunks
+                let scored = |seeded: &mut Cursor<'_>| {
+                    seeded.seek(chunk);
+                    seeded.current() == Some(chunk)
+                };
+                let mut upper = rest + std::mem::take(&mut acc[at]);
+                let mut enters =
+                    best.may_enter(safe(upper)) && !seeded.as_mut().is_some_and(scored);
+                // the lists not accumulated, the strongest first, each impact found taking
+                // the place of the list's largest in the bound, until it cannot enter
+                for &l in by_max[..skipped].iter().rev() {
+                    if !enters {
+                        break;
+                    }
+                    if accumulated[l] {
+                        continue;
+                    }
+                    let probe = &mut probes[l];
+                    probe.seek(chunk);
+                    let here = if probe.current() == Some(chunk) {
+                        probe.impact()
+                    } else {
+                        0.0
                     };
-                    let mut upper = rest + std::mem::take(&mut acc[at]);
-                    let mut enters =
-                        best.may_enter(safe(upper)) && !seeded.as_mut().is_some_and(scored);
-                    // the lists not accumulated, the strongest first, each impact found taking
-                    // the place of the list's largest in the bound, until it cannot enter
-                    for &l in by_max[..skipped].iter().rev() {
-                        if !enters {
-                            break;
-                        }
-                        if accumulated[l] {
-                            continue;
-                        }
-                        let probe = &mut probes[l];
-                        probe.seek(chunk);
-                        let here = if probe.current() == Some(chunk) {
-                            probe.impact()
-                        } else {
-                            0.0
-                        };
-                        upper += f64::from(here) - f64::from(max_of(others[l]));
-                        got[l] = here;
-                        enters = best.may_enter(safe(upper));
-                    }
-                    // the score from zero in query order (the seed term is not under this chunk:
-                    // it adds nothing), the window's impacts taken either way
-                    let mut score = 0.0f32;
-                    for l in 0..lists.len() {
-                        score += if accumulated[l] {
-                            std::mem::take(&mut impacts[l * window + at])
-                        } else {
-                            got[l]
-                        };
-                    }
-                    if enters && best.offer(chunk, score) {
-                        settle(&mut essential, &best);
-                    }
+                    upper += f64::from(here) - f64::from(max_of(others[l]));
+                    got[l] = here;
+                    enters = best.may_enter(safe(upper));
+                }
+                // the score from zero in query order (the seed term is not under this chunk:
+                // it adds nothing), the window's impacts taken either way
+                let mut score = 0.0f32;
+                for l in 0..lists.len() {
+                    score += if accumulated[l] {
+                        std::mem::take(&mut impacts[l * window + at])
+                    } else {
+                        got[l]
+                    };
+                }
+                if enters && best.offer(chunk, score) {
+                    settle(&mut essential, &best);
                 }
             }
+            found.fill(0);
         }
         best.into_hits()
     }
@@ -796,6 +786,21 @@ impl Cursor<'_> {
     fn seek(&mut self, chunk: u32) {
         self.at += gallop(&self.chunks[self.at..], chunk as usize);
     }
+}
+
+/// The positions of the set bits of `words` (bit `b` of word `w` is position `64 w + b`), in
+/// ascending order.
+fn set_bits(words: &[u64]) -> impl Iterator<Item = usize> + '_ {
+    words.iter().enumerate().flat_map(|(w, &word)| {
+        let mut bits = word;
+        std::iter::from_fn(move || {
+            (bits != 0).then(|| {
+                let at = w * 64 + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                at
+            })
+        })
+    })
 }
 
 /// How many of `chunks` (ascending) are below `chunk`: galloping from the front, then a binary
