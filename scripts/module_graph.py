@@ -1,17 +1,27 @@
 #!/usr/bin/env python3
-"""Import circles and file sizes of the workspace's crates (a design check, not a test).
+"""Import circles, folder layers, function lengths and file sizes of the workspace's crates (a
+design check, not a test).
 
 Usage:
     scripts/module_graph.py [--edges] [--descendant-edges] [CRATE_SRC ...]
-                                          # default: datasets/src legs/src harness/src
+                                          # default: datasets/src legs/src harness/src (py/src too
+                                          # when given)
 
     --edges             under each cycle, every edge between its files with the line that makes
                         it (`file:line: path as written  -> file`): the lines to change.
     --descendant-edges  count a file's paths into its own descendants too (see below).
 
-Exit 1 when a cycle exists (one `cycle in ...` line per cycle), else 0; one summary line per crate,
-then the five largest files. `find_cycles(src)` / `analyse(src)` are the same check as functions
-(scripts/test_module_graph.py).
+Three checks, each with one line per thing to mend (file and line):
+
+* import cycles between files: `cycle in ...` (their edges with `--edges`);
+* arrows back between the folders of a crate with a layer order (`LAYERS`): `arrow back in ...`,
+  then every path that makes it, indented; a folder the order does not place:
+  `layers of ...: folder X ... is not placed in LAYERS`;
+* functions longer than `FN_LINES` lines: `long function: file:line: name is N lines (at most M)`.
+
+Exit 1 when any of them finds something, else 0; one summary line per crate, then the five largest
+files. `find_cycles(src)` / `analyse(src)`, `layer_violations(src, order)` and
+`long_functions(src, limit)` are the same checks as functions (scripts/test_module_graph.py).
 
 The files. The module tree of a crate is followed from its roots (`lib.rs`, `main.rs`,
 `bin/*.rs`) through its `mod x;` declarations (`x.rs`, `x/mod.rs`, children of a non-`mod.rs`
@@ -50,12 +60,41 @@ not edges of this graph.
 
 A cycle is a strongly connected component of two or more files; its line is a closed walk through
 all of its files (a file appears again when the walk passes it twice).
+
+The layers. A crate's top-level folders (the first component of a file's path under `src`:
+`harness/src/pipeline/data.rs` is in `pipeline`) are meant to follow its data flow, from what a
+user runs (the harness's `commands`) down to what everything else uses (its `measure`). `LAYERS`
+lists them top first, for the crates that declare one (matched by the end of the resolved src
+path). Every edge above between two different folders must
+point down the list: a folder then builds and reads without anything above it, and no two folders
+can lean on each other through different files (a circle of folders that the circle check of
+files cannot see). An arrow to the same or a higher position is an arrow back, printed with every
+path that makes it; a folder the list does not place is an error of its own (its arrows are not
+judged). Files directly in `src` (`lib.rs`, `main.rs`) and under `bin/` are the root, above every
+folder: their paths, and paths to them, are not judged. Test code is not read (see above), so a
+test may reach anywhere.
+
+The functions. No function outside test code may be longer than `FN_LINES` (120) lines, from the
+line of its `fn` to the line of its closing brace (attributes and doc comments before it not
+counted): a longer one no longer fits a screen and does several things, which want names of their
+own. Every `fn` item with a body in the code read above counts (free functions, methods, trait
+default methods, nested functions: each on its own, the outer one keeping the lines of those
+inside it); a declaration without a body (`fn x(&self);`) is none, nor a `fn(u32) -> u32` type,
+nor a `fn` in a comment, a literal or a test item.
 """
 
 import re
 import sys
 from collections import deque
-from pathlib import Path
+from pathlib import Path, PurePosixPath
+
+# The folders of a crate, top first: every path between two of them points down this list (see
+# "The layers" above). Keyed by the end of the crate's src path.
+LAYERS = {"harness/src": ["commands", "bench", "report", "cluster", "analysis", "pipeline", "store",
+                          "measure"]}
+
+# The longest a function outside tests may be, in lines (see "The functions" above).
+FN_LINES = 120
 
 # ---------------------------------------------------------------------------------------------
 # Blanking: comments, literals, #[cfg(test)] items. Lengths and newlines are kept, so an offset of
@@ -711,16 +750,22 @@ class Cycle:
             p.relative_to(self.src).as_posix() for p in self.walk)
 
 
+def read_crates(src: Path):
+    """The crates whose sources are under `src`, one per root (`lib.rs`, `main.rs`, `bin/*.rs`);
+    the files no declaration reaches belong to the first (lib.rs)."""
+    crates = [Crate(src, root) for root in crate_roots(src)]
+    if crates:
+        crates[0].adopt({f for c in crates[1:] for f in c.files})
+    return crates
+
+
 def analyse(src, descendant_edges=False):
     """(files, edges, cycles, missing) of the crate(s) whose sources are under `src` (`lib.rs`,
     `main.rs`, `bin/*.rs` roots). `files`: the files read (outside tests); `missing`: `mod x;`
     declarations without a file, as (file, line, name)."""
     src = Path(src)
     files, edges, missing = [], [], []
-    crates = [Crate(src, root) for root in crate_roots(src)]
-    if crates:  # files no declaration reaches belong to the first crate (lib.rs)
-        crates[0].adopt({f for c in crates[1:] for f in c.files})
-    for crate in crates:
+    for crate in read_crates(src):
         files += sorted(crate.files)
         edges += crate_edges(crate, descendant_edges)
         missing += crate.missing
@@ -742,6 +787,173 @@ def find_cycles(src, descendant_edges=False):
     """The import cycles of the crate under `src`: one sorted list of file names (relative to
     `src`, `/`-separated) per cycle."""
     return [c.names() for c in analyse(src, descendant_edges)[2]]
+
+
+# ---------------------------------------------------------------------------------------------
+# Folder layers
+# ---------------------------------------------------------------------------------------------
+
+
+def layer_order(src, layers=None):
+    """The folder order that `layers` (default `LAYERS`) declares for the crate under `src`: the
+    one whose key ends the resolved path of `src`; None when none does."""
+    parts = Path(src).resolve().parts
+    for key, order in (LAYERS if layers is None else layers).items():
+        kp = PurePosixPath(key.strip("/")).parts
+        if kp and tuple(parts[-len(kp):]) == kp:
+            return order
+    return None
+
+
+def folder_of(src: Path, f: Path):
+    """The top-level folder of file `f` under `src`; None for the root (files directly in `src`,
+    and `bin/`, the binaries' roots)."""
+    parts = f.relative_to(src).parts
+    return None if len(parts) == 1 or parts[0] == "bin" else parts[0]
+
+
+def _script_path():
+    """This script's path, from the working directory when under it."""
+    me = Path(__file__).resolve()
+    try:
+        return me.relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return me.as_posix()
+
+
+def _constant_line(name):
+    """The line of this script where the constant `name` is assigned (for the reader to mend)."""
+    for k, line in enumerate(Path(__file__).read_text().splitlines(), 1):
+        if line.startswith(f"{name} ="):
+            return k
+    return 0
+
+
+class LayerCheck:
+    """The folder arrows of one crate judged against its order.
+
+    `arrows`: the (from, to) folder pairs that some edge makes; `back`: {(from, to): [edges]} of
+    the arrows to the same or a higher position; `unplaced`: {folder: [files]} of the folders the
+    order does not list (their arrows are not judged)."""
+
+    def __init__(self, src: Path, order, arrows, back, unplaced):
+        self.src, self.order = src, order
+        self.arrows, self.back, self.unplaced = arrows, back, unplaced
+
+    def ok(self):
+        return not self.back and not self.unplaced
+
+    def lines(self):
+        """The problems, as printed: one line per unplaced folder, per arrow back (then one
+        indented line per path that makes it)."""
+        out = []
+        where = f"{_script_path()}:{_constant_line('LAYERS')}"
+        for folder, files in self.unplaced.items():
+            first = files[0].relative_to(self.src).as_posix()
+            count = "1 file" if len(files) == 1 else f"{len(files)} files"
+            more = ", .." if len(files) > 1 else ""
+            out.append(f"layers of {self.src}: folder {folder} ({count}: {first}{more})"
+                       f" is not placed in LAYERS ({where})")
+        for (a, b), edges in self.back.items():
+            paths = "path" if len(edges) == 1 else "paths"
+            out.append(f"arrow back in {self.src}: {a} -> {b} ({len(edges)} {paths}; LAYERS "
+                       f"position {self.order.index(a) + 1} -> {self.order.index(b) + 1})")
+            for e in edges:
+                out.append(f"    {e.src.relative_to(self.src).as_posix()}:{e.line}: {e.text}"
+                           f" -> {e.dst.relative_to(self.src).as_posix()}")
+        return out
+
+
+def layer_violations(src, order, analysed=None):
+    """Judges the folder arrows of the crate(s) under `src` against `order` (folders top first):
+    a `LayerCheck`. `analysed`: the `analyse(src)` result, when already at hand."""
+    src = Path(src)
+    files, edges = (analysed or analyse(src))[:2]
+    pos = {name: k for k, name in enumerate(order)}
+    unplaced = {}
+    for f in sorted(set(files)):
+        folder = folder_of(src, f)
+        if folder is not None and folder not in pos:
+            unplaced.setdefault(folder, []).append(f)
+    arrows, back = set(), {}
+    for e in sorted(edges, key=lambda e: (e.src, e.line, e.text, e.dst)):
+        a, b = folder_of(src, e.src), folder_of(src, e.dst)
+        if a is None or b is None or a == b:
+            continue
+        arrows.add((a, b))
+        if a in pos and b in pos and pos[b] <= pos[a]:
+            same = back.setdefault((a, b), [])
+            if not same or (same[-1].src, same[-1].line, same[-1].text) != (e.src, e.line, e.text):
+                same.append(e)  # one line per path written (a file two roots read: once)
+    back = dict(sorted(back.items(), key=lambda kv: (pos[kv[0][0]], pos[kv[0][1]])))
+    return LayerCheck(src, list(order), arrows, back, unplaced)
+
+
+# ---------------------------------------------------------------------------------------------
+# Function lengths
+# ---------------------------------------------------------------------------------------------
+
+_FN = re.compile(r"(?<![\w$])fn\s+(?:r#)?([A-Za-z_]\w*)")
+
+
+def _body_start(code, j):
+    """The offset of the `{` that opens the body of the `fn` whose signature goes on at `j`; None
+    for a declaration without a body (`;` first). Brackets and generics (`<{ N }>`) are skipped."""
+    depth = angle = 0
+    while j < len(code):
+        ch = code[j]
+        if ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth -= 1
+        elif ch == "<":
+            angle += 1
+        elif ch == ">" and angle and code[j - 1] not in "-=":
+            angle -= 1
+        elif depth == 0 and angle == 0:
+            if ch == ";" or ch == "}":  # a declaration, or the end of the enclosing block
+                return None
+            if ch == "{":
+                return j
+        j += 1
+    return None
+
+
+def fn_spans(code):
+    """(name, offset of `fn`, offset after the closing brace) of every `fn` with a body in `code`
+    (already blanked), nested ones included."""
+    out = []
+    for m in _FN.finditer(code):
+        start = _body_start(code, m.end())
+        if start is not None:
+            out.append((m.group(1), m.start(), _bracket_end(code, start)))
+    return out
+
+
+class LongFn:
+    def __init__(self, path: Path, line: int, name: str, lines: int, limit: int):
+        self.path, self.line, self.name, self.lines, self.limit = path, line, name, lines, limit
+
+    def text(self):
+        return (f"long function: {self.path.as_posix()}:{self.line}: {self.name} is {self.lines}"
+                f" lines (at most {self.limit})")
+
+
+def long_functions(src, limit=FN_LINES):
+    """The functions outside tests of the crate(s) under `src` longer than `limit` lines (from the
+    line of `fn` to that of the closing brace), as `LongFn`s by file and line."""
+    read = {}
+    for crate in read_crates(Path(src)):
+        for f, sf in crate.files.items():
+            read.setdefault(f, sf)  # a file two roots declare: once
+    out = []
+    for f in sorted(read):
+        sf = read[f]
+        for name, a, b in fn_spans(sf.code):
+            first, last = sf.line_of(a), sf.line_of(b - 1)
+            if last - first + 1 > limit:
+                out.append(LongFn(f, first, name, last - first + 1, limit))
+    return out
 
 
 def main(argv):
@@ -772,8 +984,22 @@ def main(argv):
                 for e in c.edges:
                     print(f"    {e.src.relative_to(src).as_posix()}:{e.line}: {e.text}"
                           f"  -> {e.dst.relative_to(src).as_posix()}")
+        summary = f"import cycles: {len(cycles)}"
+        order = layer_order(src)
+        if order is not None:
+            layers = layer_violations(src, order, (files, edges))
+            for line in layers.lines():
+                print(line)
+            total += 0 if layers.ok() else 1
+            summary += (f", folder arrows: {len(layers.arrows)}, arrows back: {len(layers.back)}"
+                        f", unplaced folders: {len(layers.unplaced)}")
+        long_fns = long_functions(src)
+        for fn in long_fns:
+            print(fn.text())
+        total += len(long_fns)
+        summary += f", long functions: {len(long_fns)}"
         pairs = len({(e.src, e.dst) for e in edges})
-        print(f"{src}: {len(files)} files, {pairs} file imports, import cycles: {len(cycles)}")
+        print(f"{src}: {len(files)} files, {pairs} file imports, {summary}")
     sizes.sort(reverse=True)
     print("largest files:")
     for n, f in sizes[:5]:

@@ -4,8 +4,11 @@
 Each pattern of import cycle the check must see is a small crate written to a temporary directory
 (the shapes of the two cycles of the tree it was written against: two sibling files through
 `super::`, five files of `report/html/` around `dataset.rs`'s `Job`), plus crates whose only
-"edges" are in test code, comments and literals, which must have none. One test runs the check on
-the repository itself and only asserts that it runs.
+"edges" are in test code, comments and literals, which must have none. The folder layers and the
+function lengths are checked the same way: small crates that must fail (an arrow back, an unplaced
+folder, a function of 121 lines) and pass (arrows down, the root, test code, 120 lines, bodiless
+declarations, `fn` in literals and comments). One test runs the checks on the repository itself
+and only asserts that they run.
 """
 
 import re
@@ -361,6 +364,211 @@ class NoCycles(Fixture):
         self.assertEqual(self.edges(src), {})
 
 
+class Layers(Fixture):
+    """Folder arrows against an order, top first."""
+
+    def layered(self, b_uses_a=False, extra=None):
+        # a/ over b/; lib.rs and util.rs (directly in src) are the root
+        files = {
+            "lib.rs": "pub mod a;\npub mod b;\npub mod util;\npub use a::x::X;\n",
+            "util.rs": "use crate::a::x::X;\npub fn u() {}\n",
+            "a/mod.rs": "pub mod x;\n",
+            "a/x.rs": """
+                use crate::b::y::Y;
+                pub struct X(pub Y);
+                pub fn f() { crate::util::u(); }
+            """,
+            "b/mod.rs": "pub mod y;\n",
+            "b/y.rs": """
+                pub struct Y;
+                pub fn g() { crate::util::u(); }
+                #[cfg(test)]
+                fn t() { crate::a::x::f(); }
+                #[cfg(test)]
+                mod tests {
+                    use crate::a::x::X;
+                    use super::super::super::a::x::f;
+                }
+            """ + ("pub fn back() { crate::a::x::f(); }\n" if b_uses_a else ""),
+        }
+        files.update(extra or {})
+        return self.crate(files)
+
+    def test_arrows_down_pass(self):
+        src = self.layered()
+        check = mg.layer_violations(src, ["a", "b"])
+        self.assertTrue(check.ok(), check.lines())
+        self.assertEqual(check.arrows, {("a", "b")})
+        self.assertEqual(check.lines(), [])
+
+    def test_arrow_back_fails_and_names_the_line(self):
+        src = self.layered(b_uses_a=True)
+        check = mg.layer_violations(src, ["a", "b"])
+        self.assertFalse(check.ok())
+        self.assertEqual(check.arrows, {("a", "b"), ("b", "a")})
+        self.assertEqual(list(check.back), [("b", "a")])
+        self.assertEqual([(e.src.relative_to(src).as_posix(), e.line)
+                          for e in check.back[("b", "a")]], [("b/y.rs", 10)])
+        self.assertEqual(check.lines(), [
+            f"arrow back in {src}: b -> a (1 path; LAYERS position 2 -> 1)",
+            "    b/y.rs:10: crate::a::x::f -> a/x.rs",
+        ])
+        # the other order turns it around: a -> b is the arrow back then
+        check = mg.layer_violations(src, ["b", "a"])
+        self.assertEqual(list(check.back), [("a", "b")])
+
+    def test_every_path_of_an_arrow_back_is_listed(self):
+        src = self.layered(extra={
+            "b/mod.rs": "pub mod y;\npub mod z;\n",
+            "b/z.rs": "use crate::a::x::{X, f};\npub fn h(x: crate::a::x::X) { f(); }\n",
+        })
+        check = mg.layer_violations(src, ["a", "b"])
+        self.assertEqual([(e.src.relative_to(src).as_posix(), e.line, e.text)
+                          for e in check.back[("b", "a")]],
+                         [("b/z.rs", 1, "crate::a::x::X"), ("b/z.rs", 1, "crate::a::x::f"),
+                          ("b/z.rs", 2, "crate::a::x::X")])
+        self.assertIn("(3 paths;", check.lines()[0])
+
+    def test_skipping_layers_down_passes(self):
+        src = self.layered(extra={
+            "lib.rs": "pub mod a;\npub mod b;\npub mod c;\npub mod util;\n",
+            "c/mod.rs": "pub struct C;\n",
+            "a/x.rs": "use crate::b::y::Y;\nuse crate::c::C;\npub struct X(pub Y, C);\n"
+                      "pub fn f() {}\n",
+        })
+        self.assertTrue(mg.layer_violations(src, ["a", "b", "c"]).ok())
+
+    def test_folder_not_in_the_order_fails(self):
+        src = self.layered(extra={
+            "lib.rs": "pub mod a;\npub mod b;\npub mod c;\npub mod util;\n",
+            "c/mod.rs": "pub struct C;\n",  # no arrow at all: still a folder to place
+        })
+        check = mg.layer_violations(src, ["a", "b"])
+        self.assertFalse(check.ok())
+        self.assertEqual(list(check.unplaced), ["c"])
+        self.assertEqual(len(check.lines()), 1)
+        self.assertIn(f"layers of {src}: folder c (1 file: c/mod.rs) is not placed in LAYERS",
+                      check.lines()[0])
+
+    def test_root_files_are_exempt(self):
+        # util.rs (directly in src) is used by b/ and uses a/; lib.rs re-exports a/: no arrow
+        src = self.layered()
+        e = self.edges(src)
+        self.assertIn(("b/y.rs", "util.rs"), e)
+        self.assertIn(("util.rs", "a/x.rs"), e)
+        check = mg.layer_violations(src, ["a", "b"])
+        self.assertEqual(check.arrows, {("a", "b")})
+        self.assertTrue(check.ok())
+
+    def test_test_code_is_exempt(self):
+        # b/y.rs reaches a/ from a #[cfg(test)] fn and a tests module only
+        src = self.layered()
+        self.assertNotIn(("b/y.rs", "a/x.rs"), self.edges(src))
+        self.assertTrue(mg.layer_violations(src, ["a", "b"]).ok())
+
+    def test_order_by_the_end_of_the_src_path(self):
+        layers = {"harness/src": ["x"], "/legs/src/": ["y"]}
+        self.assertEqual(mg.layer_order(self.tmp / "harness" / "src", layers), ["x"])
+        self.assertEqual(mg.layer_order(self.tmp / "legs" / "src" / ".." / "src", layers), ["y"])
+        self.assertIsNone(mg.layer_order(self.tmp / "other" / "src", layers))
+        self.assertIsNone(mg.layer_order(self.tmp / "src", layers))
+        self.assertEqual(mg.layer_order(REPO / "harness" / "src"), mg.LAYERS["harness/src"])
+        self.assertIsNone(mg.layer_order(REPO / "datasets" / "src"))
+
+
+def fn_text(name, lines, indent="", head=None):
+    """A function of exactly `lines` lines (its `fn` line to its closing brace), at `indent`."""
+    body = [f"{indent}    let _ = {k};" for k in range(lines - 2)]
+    return "\n".join([indent + (head or f"pub fn {name}() {{")] + body + [indent + "}"]) + "\n"
+
+
+class FunctionLengths(Fixture):
+    def long(self, src, limit=mg.FN_LINES):
+        return [(f.path.relative_to(src).as_posix(), f.line, f.name, f.lines)
+                for f in mg.long_functions(src, limit)]
+
+    def test_121_lines_fail_120_pass(self):
+        src = self.crate({
+            "lib.rs": "pub mod a;\n",
+            "a.rs": "use std::fmt;\n" + fn_text("fits", 120) + fn_text("too_long", 121),
+        })
+        self.assertEqual(self.long(src), [("a.rs", 122, "too_long", 121)])
+        self.assertEqual(mg.long_functions(src)[0].text(),
+                         f"long function: {src.as_posix()}/a.rs:122: too_long is 121 lines"
+                         " (at most 120)")
+        self.assertEqual(self.long(src, limit=121), [])
+        self.assertEqual([n for _, _, n, _ in self.long(src, limit=119)], ["fits", "too_long"])
+
+    def test_methods_and_signatures(self):
+        # a method, a signature with `fn` types and `Fn` bounds, a braced const generic argument
+        impl = ("pub struct S;\nimpl S {\n"
+                + fn_text("method", 121, "    ", "pub(crate) async fn method(&self) -> u8 {")
+                + "}\n")
+        src = self.crate({
+            "lib.rs": "pub mod a;\n",
+            "a.rs": impl
+            + fn_text("apply", 121, head="fn apply(f: fn(u32) -> u32, g: impl Fn(u8) -> u8)"
+                                         " -> u32 where u32: Copy {")
+            + "pub struct Wrap<const N: usize>;\n"
+            + fn_text("braced", 121, head="fn braced() -> Wrap<{ 1 + 1 }> {"),
+        })
+        self.assertEqual(self.long(src), [("a.rs", 3, "method", 121), ("a.rs", 125, "apply", 121),
+                                          ("a.rs", 247, "braced", 121)])
+        # the `fn(u32)` type and the `Fn(u8)` bound are no functions
+        self.assertEqual([n for n, _, _ in mg.fn_spans(mg.clean_source((src / "a.rs").read_text()))],
+                         ["method", "apply", "braced"])
+
+    def test_test_code_is_not_read(self):
+        src = self.crate({
+            "lib.rs": "pub mod a;\n#[cfg(test)]\nmod tests;\n",
+            "a.rs": "pub fn short() {}\n#[cfg(test)]\nmod tests {\n    use super::*;\n"
+                    + fn_text("long_test", 130, "    ") + "}\n"
+                    + "#[cfg(test)]\n" + fn_text("long_helper", 130),
+            "tests.rs": fn_text("in_test_file", 130),
+        })
+        self.assertEqual(self.long(src), [])
+
+    def test_declarations_without_body(self):
+        # if `fn x(&self) -> [u8; 4];` were read up to the next `{`, it would reach the struct
+        consts = "".join(f"pub const C{k}: u8 = {k};\n" for k in range(130))
+        src = self.crate({
+            "lib.rs": "pub mod a;\n",
+            "a.rs": "pub trait T {\n    fn x(&self) -> [u8; 4];\n    fn y(&self) {}\n}\n"
+                    'extern "C" {\n    fn c_side(n: u32);\n}\n'
+                    + consts + "pub struct S {\n    pub a: u8,\n}\n",
+        })
+        self.assertEqual(self.long(src), [])
+        self.assertEqual([n for n, _, _ in mg.fn_spans(mg.clean_source((src / "a.rs").read_text()))],
+                         ["y"])
+
+    def test_nested_function_counted_on_its_own(self):
+        inner = fn_text("inner", 121, "    ", "fn inner() {")
+        tail = "".join(f"    let _ = {k};\n" for k in range(7))
+        outer = "pub fn outer() {\n" + inner + tail + "}\n"
+        short = ("pub fn short_outer() {\n"
+                 + fn_text("short_inner", 20, "    ", "fn short_inner() {")
+                 + "    short_inner();\n}\n")
+        src = self.crate({"lib.rs": "pub mod a;\n", "a.rs": short + outer})
+        start = 1 + short.count("\n")
+        self.assertEqual(self.long(src), [("a.rs", start, "outer", 130),
+                                          ("a.rs", start + 1, "inner", 121)])
+
+    def test_fn_in_literals_and_comments(self):
+        long = fn_text("hidden", 130)
+        src = self.crate({
+            "lib.rs": "pub mod a;\n",
+            "a.rs": "pub const SRC: &str = r#\"\n" + long + "\"#;\n"
+                    + "pub const S: &str = \"\n" + long + "\";\n"
+                    + "/*\n" + long + "*/\n"
+                    + "".join("// " + l + "\n" for l in long.splitlines())
+                    + "".join("/// " + l + "\n" for l in long.splitlines())
+                    + "pub fn shown() {}\n",
+        })
+        self.assertEqual(self.long(src), [])
+        self.assertEqual([n for n, _, _ in mg.fn_spans(mg.clean_source((src / "a.rs").read_text()))],
+                         ["shown"])
+
+
 class Pieces(unittest.TestCase):
     def test_blanking_keeps_offsets_and_lifetimes(self):
         src = "fn f<'a>(x: &'a str) -> char { let _ = \"//\"; 'x' } // crate::a\n/* a */ b'q'"
@@ -401,15 +609,55 @@ class Cli(Fixture):
         self.assertIn("    a.rs:1: crate::b::B  -> b.rs", r.stdout)
         r = self.run_script(good)
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertIn(f"{good}: 2 files, 0 file imports, import cycles: 0", r.stdout)
+        self.assertIn(f"{good}: 2 files, 0 file imports, import cycles: 0, long functions: 0",
+                      r.stdout)
+
+    def test_layers_and_long_functions_fail_the_run(self):
+        # a crate whose src path ends with harness/src gets LAYERS["harness/src"]
+        files = {
+            "lib.rs": "pub mod pipeline;\npub mod store;\n",
+            "pipeline/mod.rs": "use crate::store::Cell;\npub struct Contract;\n",
+            "store/mod.rs": "pub struct Cell;\n",
+        }
+        good = write_tree(self.tmp / "good" / "harness" / "src", files)
+        r = self.run_script(good)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn(f"{good}: 3 files, 1 file imports, import cycles: 0, folder arrows: 1, "
+                      "arrows back: 0, unplaced folders: 0, long functions: 0", r.stdout)
+
+        files["store/mod.rs"] = "pub struct Cell;\nfn f() -> crate::pipeline::Contract { todo!() }\n"
+        back = write_tree(self.tmp / "back" / "harness" / "src", files)
+        r = self.run_script(back)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn(f"arrow back in {back}: store -> pipeline (1 path; LAYERS position 7 -> 6)\n"
+                      "    store/mod.rs:2: crate::pipeline::Contract -> pipeline/mod.rs\n", r.stdout)
+        self.assertIn("folder arrows: 2, arrows back: 1", r.stdout)
+
+        files["store/mod.rs"] = "pub struct Cell;\n"
+        files["lib.rs"] += "pub mod loose;\n"
+        files["loose/mod.rs"] = fn_text("run", 121)
+        odd = write_tree(self.tmp / "odd" / "harness" / "src", files)
+        r = self.run_script(odd)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn(f"layers of {odd}: folder loose (1 file: loose/mod.rs) is not placed in "
+                      "LAYERS (", r.stdout)
+        self.assertIn(f"long function: {odd}/loose/mod.rs:1: run is 121 lines (at most 120)\n",
+                      r.stdout)
 
     def test_real_repository(self):
         r = self.run_script()
         self.assertIn(r.returncode, (0, 1), r.stderr)
+        summary = r"^{}: \d+ files, \d+ file imports, import cycles: \d+{}, long functions: \d+$"
+        layers = r", folder arrows: \d+, arrows back: \d+, unplaced folders: \d+"
         for crate in ("datasets/src", "legs/src", "harness/src"):
             self.assertRegex(r.stdout, re.compile(
-                rf"^{re.escape(crate)}: \d+ files, \d+ file imports, import cycles: \d+$", re.M))
-        self.assertEqual(r.returncode == 1, "cycle in " in r.stdout)
+                summary.format(re.escape(crate), layers if crate == "harness/src" else ""), re.M))
+        problems = ("cycle in ", "arrow back in ", "layers of ", "long function: ")
+        self.assertEqual(r.returncode == 1,
+                         any(l.startswith(problems) for l in r.stdout.splitlines()))
+        r = self.run_script("py/src")
+        self.assertIn(r.returncode, (0, 1), r.stderr)
+        self.assertRegex(r.stdout, re.compile(summary.format("py/src", ""), re.M))
 
 
 if __name__ == "__main__":

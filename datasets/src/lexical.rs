@@ -523,22 +523,31 @@ impl Bm25Index {
         seed_first: bool,
         window: usize,
     ) -> Vec<(u32, f32)> {
-        let cursor = |t: u32| {
-            let run = self.offsets[t as usize] as usize..self.offsets[t as usize + 1] as usize;
-            Cursor {
-                chunks: &self.post_chunk[run.clone()],
-                impacts: &self.impact[run],
-                at: 0,
-            }
-        };
-        let max_of = |t: u32| self.term_max[t as usize];
         let seed = seed_first.then(|| self.strongest(terms));
         let mut best = Best::new(k);
+        if let Some(seed) = seed {
+            self.score_seed(terms, seed, &mut best);
+        }
+        WindowPass::new(self, terms, seed, window).run(&mut best);
+        best.into_hits()
+    }
 
-        // every chunk under the seed term, scored as the exhaustive sum scores it: from zero,
-        // in query order (one cursor per query token: a repeated term counts twice)
-        let mut probes: Vec<Cursor<'_>> = terms.iter().map(|&t| cursor(t)).collect();
-        for &chunk in seed.map_or(&[][..], |t| cursor(t).chunks) {
+    /// Term `t`'s postings, from the first.
+    fn cursor(&self, t: u32) -> Cursor<'_> {
+        let run = self.offsets[t as usize] as usize..self.offsets[t as usize + 1] as usize;
+        Cursor {
+            chunks: &self.post_chunk[run.clone()],
+            impacts: &self.impact[run],
+            at: 0,
+        }
+    }
+
+    /// MaxScore's first pass: every chunk under the `seed` term, scored as the exhaustive sum
+    /// scores it: from zero, in query order (one cursor per query token: a repeated term counts
+    /// twice).
+    fn score_seed(&self, terms: &[u32], seed: u32, best: &mut Best) {
+        let mut probes: Vec<Cursor<'_>> = terms.iter().map(|&t| self.cursor(t)).collect();
+        for &chunk in self.cursor(seed).chunks {
             let mut score = 0.0f32;
             for probe in &mut probes {
                 probe.seek(chunk);
@@ -548,154 +557,234 @@ impl Bm25Index {
             }
             best.offer(chunk, score);
         }
+    }
+}
 
-        // every other chunk is under some other term: those terms' tokens, in query order, and
-        // by the largest impact each can add, ascending, where `bound[j]` is what a chunk found
-        // under `by_max[..j]` alone can score, at most
+/// MaxScore's window pass. Every chunk the first pass did not score is under some other term:
+/// those terms' tokens (the lists, in query order) are read a window of chunks at a time. The
+/// lists left (the accumulated ones) put their impacts into the window, each posting read once,
+/// in chunk order, into memory that stays cached. A chunk found there that could still enter is
+/// then scored from zero in query order, its accumulated lists' impacts read from the window and
+/// the others' found by a seek.
+struct WindowPass<'a> {
+    /// Chunks per window.
+    window: usize,
+    /// Each list's postings, read through the windows.
+    lists: Vec<Cursor<'a>>,
+    /// Each list's largest impact: what it can add to a chunk's score, at most.
+    max: Vec<f32>,
+    /// The lists by their largest impact, ascending (equals in query order).
+    by_max: Vec<usize>,
+    /// `bound[j]`: what a chunk found under `by_max[..j]` alone can score, at most.
+    bound: Vec<f64>,
+    /// A sum of n non-negative f32s rounds up by less than n ulps of the exact sum, so
+    /// [`WindowPass::safe`] (`x * slack`) bounds every score whose exact sum is at most `x`.
+    slack: f64,
+    /// `by_max[..essential]` are the lists whose chunks alone cannot enter the top `k`.
+    essential: usize,
+    /// The seed term's postings, to pass over the chunks the first pass scored (`None`: there
+    /// was no first pass).
+    seeded: Option<Cursor<'a>>,
+    /// Each list's postings again, for the seeks of the chunks scored.
+    probes: Vec<Cursor<'a>>,
+    /// The window's running sums, by chunk.
+    acc: Vec<f64>,
+    /// List `l`'s impact on the window's chunk `at` at `l * window + at` (zero where none:
+    /// adding zero to a sum of positive impacts leaves its bits).
+    impacts: Vec<f32>,
+    /// The window's chunks found under an accumulated list, a bit each.
+    found: Vec<u64>,
+    /// Whether each list's impacts in the window are in `acc` and `impacts`.
+    accumulated: Vec<bool>,
+    /// The impacts found by a seek under the lists not accumulated, for the chunk scored.
+    got: Vec<f32>,
+}
+
+impl<'a> WindowPass<'a> {
+    /// The pass over the tokens of `terms` but the `seed` term's, with windows of `window`
+    /// chunks.
+    fn new(
+        index: &'a Bm25Index,
+        terms: &[u32],
+        seed: Option<u32>,
+        window: usize,
+    ) -> WindowPass<'a> {
         let others: Vec<u32> = terms.iter().copied().filter(|&t| Some(t) != seed).collect();
-        let mut lists: Vec<Cursor<'_>> = others.iter().map(|&t| cursor(t)).collect();
-        let mut by_max: Vec<usize> = (0..lists.len()).collect();
-        by_max.sort_by(|&a, &b| {
-            max_of(others[a])
-                .total_cmp(&max_of(others[b]))
-                .then(a.cmp(&b))
-        });
-        let mut bound = vec![0.0f64; lists.len() + 1];
+        let max: Vec<f32> = others.iter().map(|&t| index.term_max[t as usize]).collect();
+        let mut by_max: Vec<usize> = (0..others.len()).collect();
+        by_max.sort_by(|&a, &b| max[a].total_cmp(&max[b]).then(a.cmp(&b)));
+        let mut bound = vec![0.0f64; others.len() + 1];
         for (j, &l) in by_max.iter().enumerate() {
-            bound[j + 1] = bound[j] + f64::from(max_of(others[l]));
+            bound[j + 1] = bound[j] + f64::from(max[l]);
         }
-        // a sum of n non-negative f32s rounds up by less than n ulps of the exact sum, so
-        // `safe(x)` bounds every score whose exact sum is at most `x`
-        let slack = 1.0 + (terms.len() as f64 + 1.0) * f64::from(f32::EPSILON);
-        let safe = |x: f64| x * slack;
-        // `by_max[..essential]` are the lists whose chunks alone cannot enter the top `k`
-        let mut essential = 0;
-        let settle = |essential: &mut usize, best: &Best| {
-            while *essential < by_max.len() && !best.may_enter(safe(bound[*essential + 1])) {
-                *essential += 1;
-            }
-        };
-        settle(&mut essential, &best);
-        // the rest, a window of chunks at a time: the lists left (the accumulated ones) put
-        // their impacts into the window, each posting read once, in chunk order, into memory
-        // that stays cached. A chunk found there that could still enter is then scored from zero
-        // in query order, its accumulated lists' impacts read from the window and the others'
-        // found by a seek.
-        let mut seeded = seed.map(cursor);
-        let mut probes: Vec<Cursor<'_>> = others.iter().map(|&t| cursor(t)).collect();
-        let mut acc = vec![0.0f64; window];
-        // list `l`'s impact on the window's chunk `at` at `l * window + at` (zero where none:
-        // adding zero to a sum of positive impacts leaves its bits)
-        let mut impacts = vec![0.0f32; window * lists.len()];
-        let mut found = vec![0u64; window.div_ceil(64)];
-        let mut accumulated = vec![false; lists.len()];
-        // the impacts found by a seek under the lists not accumulated, for the chunk scored
-        let mut got = vec![0.0f32; lists.len()];
-        while essential < by_max.len() {
-            let Some(first) = by_max[essential..]
+        let n = others.len();
+        WindowPass {
+            window,
+            lists: others.iter().map(|&t| index.cursor(t)).collect(),
+            max,
+            by_max,
+            bound,
+            slack: 1.0 + (terms.len() as f64 + 1.0) * f64::from(f32::EPSILON),
+            essential: 0,
+            seeded: seed.map(|t| index.cursor(t)),
+            probes: others.iter().map(|&t| index.cursor(t)).collect(),
+            acc: vec![0.0f64; window],
+            impacts: vec![0.0f32; window * n],
+            found: vec![0u64; window.div_ceil(64)],
+            accumulated: vec![false; n],
+            got: vec![0.0f32; n],
+        }
+    }
+
+    /// `x`, raised to bound every score whose exact sum is at most `x`.
+    fn safe(&self, x: f64) -> f64 {
+        x * self.slack
+    }
+
+    /// Moves the lists whose chunks alone can no longer enter `best` out of the essential ones.
+    fn settle(&mut self, best: &Best) {
+        while self.essential < self.by_max.len()
+            && !best.may_enter(self.safe(self.bound[self.essential + 1]))
+        {
+            self.essential += 1;
+        }
+    }
+
+    /// Offers `best` every chunk that could enter it, a window at a time from the first chunk
+    /// left under an essential list, until no list is essential or none has a chunk left.
+    fn run(mut self, best: &mut Best) {
+        self.settle(best);
+        while self.essential < self.by_max.len() {
+            let Some(first) = self.by_max[self.essential..]
                 .iter()
-                .filter_map(|&l| lists[l].current())
+                .filter_map(|&l| self.lists[l].current())
                 .min()
             else {
                 break;
             };
-            let base = first as usize / window * window;
-            let end = base + window;
-            accumulated.fill(false);
-            for &l in &by_max[essential..] {
-                accumulated[l] = true;
-                let list = &mut lists[l];
+            let base = first as usize / self.window * self.window;
+            self.accumulate(base);
+            // what the lists not accumulated can add, at most (fixed for the window: a list
+            // that stops being accumulated as its chunks are scored has put its impacts in
+            // already)
+            let skipped = self.essential;
+            let rest = self.stream_skipped(base, skipped, best);
+            let found = std::mem::take(&mut self.found);
+            for at in set_bits(&found) {
+                self.score(base, at, skipped, rest, best);
+            }
+            self.found = found;
+            self.found.fill(0);
+        }
+    }
+
+    /// Adds the essential lists' postings in the window from `base` into it, each list marked
+    /// accumulated (and every other list not).
+    fn accumulate(&mut self, base: usize) {
+        let window = self.window;
+        let end = base + window;
+        self.accumulated.fill(false);
+        for &l in &self.by_max[self.essential..] {
+            self.accumulated[l] = true;
+            let list = &mut self.lists[l];
+            let upto = list.at + gallop(&list.chunks[list.at..], end);
+            let into = &mut self.impacts[l * window..][..window];
+            for i in list.at..upto {
+                let at = list.chunks[i] as usize - base;
+                self.acc[at] += f64::from(list.impacts[i]);
+                into[at] = list.impacts[i];
+                self.found[at / 64] |= 1 << (at % 64);
+            }
+            list.at = upto;
+        }
+    }
+
+    /// What the lists not accumulated (`by_max[..skipped]`) can add to a chunk of the window
+    /// from `base`, at most, once those cheaper to read through the window than to seek into are
+    /// accumulated too.
+    fn stream_skipped(&mut self, base: usize, skipped: usize, best: &Best) -> f64 {
+        let window = self.window;
+        let end = base + window;
+        let mut rest = self.bound[skipped];
+        if skipped > 0 {
+            // a list not accumulated is read through the window too where that is cheaper
+            // than a seek into it for each chunk that may enter: its impacts then stand in
+            // the bound for its largest (only chunks found already are kept: no other can
+            // enter)
+            let may_enter = set_bits(&self.found)
+                .filter(|&at| best.may_enter(self.safe(rest + self.acc[at])))
+                .count();
+            for &l in self.by_max[..skipped].iter().rev() {
+                let list = &mut self.lists[l];
+                list.seek(base as u32);
                 let upto = list.at + gallop(&list.chunks[list.at..], end);
-                let into = &mut impacts[l * window..][..window];
+                if upto - list.at > may_enter * STREAM_COST {
+                    continue;
+                }
+                self.accumulated[l] = true;
+                rest -= f64::from(self.max[l]);
+                let into = &mut self.impacts[l * window..][..window];
                 for i in list.at..upto {
                     let at = list.chunks[i] as usize - base;
-                    acc[at] += f64::from(list.impacts[i]);
-                    into[at] = list.impacts[i];
-                    found[at / 64] |= 1 << (at % 64);
+                    if self.found[at / 64] & (1 << (at % 64)) != 0 {
+                        self.acc[at] += f64::from(list.impacts[i]);
+                        into[at] = list.impacts[i];
+                    }
                 }
                 list.at = upto;
             }
-            // what the lists not accumulated can add, at most (fixed for the window: a list
-            // that stops being accumulated below has put its impacts in already)
-            let skipped = essential;
-            let mut rest = bound[skipped];
-            if skipped > 0 {
-                // a list not accumulated is read through the window too where that is cheaper
-                // than a seek into it for each chunk that may enter: its impacts then stand in
-                // the bound for its largest (only chunks found already are kept: no other can
-                // enter)
-                let may_enter = set_bits(&found)
-                    .filter(|&at| best.may_enter(safe(rest + acc[at])))
-                    .count();
-                for &l in by_max[..skipped].iter().rev() {
-                    let list = &mut lists[l];
-                    list.seek(base as u32);
-                    let upto = list.at + gallop(&list.chunks[list.at..], end);
-                    if upto - list.at > may_enter * STREAM_COST {
-                        continue;
-                    }
-                    accumulated[l] = true;
-                    rest -= f64::from(max_of(others[l]));
-                    let into = &mut impacts[l * window..][..window];
-                    for i in list.at..upto {
-                        let at = list.chunks[i] as usize - base;
-                        if found[at / 64] & (1 << (at % 64)) != 0 {
-                            acc[at] += f64::from(list.impacts[i]);
-                            into[at] = list.impacts[i];
-                        }
-                    }
-                    list.at = upto;
-                }
-                // the subtractions above may round below the sum of the maxima left
-                rest = rest.max(0.0);
-            }
-            for at in set_bits(&found) {
-                let chunk = (base + at) as u32;
-                // a chunk under the seed term was scored with its chunks
-                let scored = |seeded: &mut Cursor<'_>| {
-                    seeded.seek(chunk);
-                    seeded.current() == Some(chunk)
-                };
-                let mut upper = rest + std::mem::take(&mut acc[at]);
-                let mut enters =
-                    best.may_enter(safe(upper)) && !seeded.as_mut().is_some_and(scored);
-                // the lists not accumulated, the strongest first, each impact found taking
-                // the place of the list's largest in the bound, until it cannot enter
-                for &l in by_max[..skipped].iter().rev() {
-                    if !enters {
-                        break;
-                    }
-                    if accumulated[l] {
-                        continue;
-                    }
-                    let probe = &mut probes[l];
-                    probe.seek(chunk);
-                    let here = if probe.current() == Some(chunk) {
-                        probe.impact()
-                    } else {
-                        0.0
-                    };
-                    upper += f64::from(here) - f64::from(max_of(others[l]));
-                    got[l] = here;
-                    enters = best.may_enter(safe(upper));
-                }
-                // the score from zero in query order (the seed term is not under this chunk:
-                // it adds nothing), the window's impacts taken either way
-                let mut score = 0.0f32;
-                for l in 0..lists.len() {
-                    score += if accumulated[l] {
-                        std::mem::take(&mut impacts[l * window + at])
-                    } else {
-                        got[l]
-                    };
-                }
-                if enters && best.offer(chunk, score) {
-                    settle(&mut essential, &best);
-                }
-            }
-            found.fill(0);
+            // the subtractions above may round below the sum of the maxima left
+            rest = rest.max(0.0);
         }
-        best.into_hits()
+        rest
+    }
+
+    /// Scores the window's chunk `at` (from `base`) and offers it, where it could still enter:
+    /// `rest` is what the lists not accumulated (`by_max[..skipped]`) can add to it, at most.
+    /// The window's impacts of the chunk are taken either way, leaving the window clear.
+    fn score(&mut self, base: usize, at: usize, skipped: usize, rest: f64, best: &mut Best) {
+        let chunk = (base + at) as u32;
+        // a chunk under the seed term was scored with its chunks
+        let scored = |seeded: &mut Cursor<'_>| {
+            seeded.seek(chunk);
+            seeded.current() == Some(chunk)
+        };
+        let mut upper = rest + std::mem::take(&mut self.acc[at]);
+        let mut enters =
+            best.may_enter(self.safe(upper)) && !self.seeded.as_mut().is_some_and(scored);
+        // the lists not accumulated, the strongest first, each impact found taking
+        // the place of the list's largest in the bound, until it cannot enter
+        for &l in self.by_max[..skipped].iter().rev() {
+            if !enters {
+                break;
+            }
+            if self.accumulated[l] {
+                continue;
+            }
+            let probe = &mut self.probes[l];
+            probe.seek(chunk);
+            let here = if probe.current() == Some(chunk) {
+                probe.impact()
+            } else {
+                0.0
+            };
+            upper += f64::from(here) - f64::from(self.max[l]);
+            self.got[l] = here;
+            enters = best.may_enter(self.safe(upper));
+        }
+        // the score from zero in query order (the seed term is not under this chunk:
+        // it adds nothing), the window's impacts taken either way
+        let mut score = 0.0f32;
+        for l in 0..self.lists.len() {
+            score += if self.accumulated[l] {
+                std::mem::take(&mut self.impacts[l * self.window + at])
+            } else {
+                self.got[l]
+            };
+        }
+        if enters && best.offer(chunk, score) {
+            self.settle(best);
+        }
     }
 }
 

@@ -203,6 +203,16 @@ impl From<RawDataset> for SpannedDataset {
     }
 }
 
+/// What a text is to the model: a query or a passage. A model with prompts prepends each role's
+/// own (`query: `, `passage: `); a model without treats both alike.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Role {
+    /// A question, a sub-question, a conversation turn: what is searched with.
+    Query,
+    /// A passage of the corpus: what is searched.
+    Passage,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

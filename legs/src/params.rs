@@ -132,6 +132,18 @@ pub enum ParamError {
 }
 
 impl ParamError {
+    /// The engine this build lacks, when that is why the parameters could not be read (at any
+    /// depth): a caller choosing among legs can leave such a leg out instead of failing.
+    pub fn not_built(&self) -> Option<&'static str> {
+        match self {
+            ParamError::NotBuilt { engine, .. } => Some(engine),
+            ParamError::InKind { error, .. }
+            | ParamError::Param { error, .. }
+            | ParamError::InEngine { error, .. } => error.not_built(),
+            _ => None,
+        }
+    }
+
     /// `error` about parameter `key`.
     pub fn param(key: impl Into<String>, error: ParamError) -> Self {
         ParamError::Param {

@@ -368,7 +368,7 @@ pub(crate) mod fixtures {
         EmbedFn {
             model_id: "fake@0".into(),
             dim,
-            embed: Box::new(move |texts, _| {
+            embed: Box::new(move |texts, _, _| {
                 Ok(texts
                     .iter()
                     .map(|t| {
@@ -451,7 +451,9 @@ pub(crate) mod fixtures {
 
     /// The fake model's vector of one text.
     pub(crate) fn embed(text: &str, dim: usize) -> Vec<f32> {
-        (fake(dim).embed)(&[text], "query").unwrap().remove(0)
+        (fake(dim).embed)(&[text], hopbench_datasets::model::Role::Query, "query")
+            .unwrap()
+            .remove(0)
     }
 
     /// The default synthetic world (320 passages, 60 questions) with a bag-of-words fake model.
@@ -777,7 +779,7 @@ mod tests {
             let mut embed = hopbench_datasets::export::EmbedFn {
                 model_id: embedder.model_id().to_string(),
                 dim: embedder.dim(),
-                embed: Box::new(|texts, _| embedder.embed(texts, &mut |_| {})),
+                embed: Box::new(|texts, role, _| embedder.embed(texts, role, &mut |_| {})),
             };
             if let Err(e) = hopbench_datasets::export::prepare(
                 &hopbench_datasets::export::Source {

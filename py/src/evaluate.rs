@@ -4,9 +4,10 @@
 //! matrix's comparisons use.
 
 use hopbench::analysis::eval::{self, Evaluated, Qrels, Rules, Ties};
-use hopbench::analysis::metrics::At as Metric;
-use hopbench::analysis::stats;
-use hopbench::pipeline::campaign::{Campaign, CiMode, StatsConfig, EMBEDDED};
+use hopbench::measure::metrics::At as Metric;
+use hopbench::measure::stats;
+use hopbench::measure::stats_config::{CiMode, StatsConfig};
+use hopbench::pipeline::campaign::{Campaign, EMBEDDED};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString};
 
@@ -35,7 +36,7 @@ impl Settings {
                 // `hopbench eval`'s default: the compiled-in campaign's recall k, nDCG@10, MRR@10
                 let campaign = Campaign::parse(EMBEDDED, "<embedded campaign.yaml>")
                     .map_err(|e| InputError::new_err(format!("{e:#}")))?;
-                hopbench::analysis::metrics::measured_from_qrels(&campaign.recall_k)
+                hopbench::measure::metrics::measured_from_qrels(&campaign.recall_k)
             }
         };
         if relevance_level < 1 {
@@ -225,7 +226,7 @@ fn paired(a: &Evaluated, b: &Evaluated, j: usize, stats: &StatsConfig) -> Paired
         .zip(&b.values[j])
         .filter_map(|(x, y)| Some(((*x)?, (*y)?)))
         .unzip();
-    let mean = |v: &[f64]| hopbench::analysis::metrics::mean(v.iter().copied());
+    let mean = |v: &[f64]| hopbench::measure::metrics::mean(v.iter().copied());
     let d: Vec<f64> = x.iter().zip(&y).map(|(x, y)| y - x).collect();
     Paired {
         mean_a: mean(&x),

@@ -4,8 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
+use hopbench::measure::metrics::metric_names;
 use hopbench::pipeline::curve;
-use hopbench::pipeline::evaluate::metric_names;
 use hopbench::store::summary::{read_records, read_summary, verify_cell, CellPaths, CellSummary};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;

@@ -32,7 +32,7 @@ use std::collections::HashMap;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use super::TextEmbedder;
+use super::{Role, TextEmbedder};
 use crate::{Error, Result};
 
 const MAGIC: &[u8; 8] = b"HOPVECS\0";
@@ -95,6 +95,21 @@ pub(crate) fn file_name_for(model_id: &str) -> String {
 
 fn text_hash(text: &str) -> [u8; HASH_LEN] {
     *blake3::hash(text.as_bytes()).as_bytes()
+}
+
+/// The key of `text` embedded after `prompt`: the text's own hash without a prompt (so caches
+/// written before prompts were read keep every record), else a hash in a domain of its own over
+/// the prompt's length, the prompt and the text (no prompted input can collide with a plain one,
+/// nor two splits of one string between prompt and text).
+fn input_hash(prompt: &str, text: &str) -> [u8; HASH_LEN] {
+    if prompt.is_empty() {
+        return text_hash(text);
+    }
+    let mut h = blake3::Hasher::new_derive_key("hopbench embedding cache: prompt, then text");
+    h.update(&(prompt.len() as u64).to_le_bytes());
+    h.update(prompt.as_bytes());
+    h.update(text.as_bytes());
+    *h.finalize().as_bytes()
 }
 
 impl EmbeddingCache {
@@ -310,9 +325,14 @@ impl EmbeddingCache {
         });
     }
 
-    /// The cached vector of `text`, if any.
+    /// The cached vector of `text` (embedded without a prompt), if any.
     pub fn get(&self, text: &str) -> Option<&[f32]> {
         self.get_hash(&text_hash(text))
+    }
+
+    /// The cached vector of `text` embedded after `prompt` ("" for none), if any.
+    pub fn get_as(&self, prompt: &str, text: &str) -> Option<&[f32]> {
+        self.get_hash(&input_hash(prompt, text))
     }
 
     fn get_hash(&self, hash: &[u8; HASH_LEN]) -> Option<&[f32]> {
@@ -321,14 +341,25 @@ impl EmbeddingCache {
             .map(|&i| &self.data[i * self.dim..(i + 1) * self.dim])
     }
 
-    /// Whether `text` has a cached vector.
+    /// Whether `text` (embedded without a prompt) has a cached vector.
     pub fn contains(&self, text: &str) -> bool {
         self.index.contains_key(&text_hash(text))
     }
 
-    /// Adds the vector of `text` (in memory; [`save`](Self::save) writes it). A text already
-    /// present keeps its first vector. A vector of the wrong dimension is an error.
+    /// Whether `text` embedded after `prompt` ("" for none) has a cached vector.
+    pub fn contains_as(&self, prompt: &str, text: &str) -> bool {
+        self.index.contains_key(&input_hash(prompt, text))
+    }
+
+    /// Adds the vector of `text` embedded without a prompt (in memory; [`save`](Self::save)
+    /// writes it). A text already present keeps its first vector. A vector of the wrong
+    /// dimension is an error.
     pub fn insert(&mut self, text: &str, vector: &[f32]) -> Result<()> {
+        self.insert_as("", text, vector)
+    }
+
+    /// [`insert`](Self::insert) for `text` embedded after `prompt`.
+    pub fn insert_as(&mut self, prompt: &str, text: &str, vector: &[f32]) -> Result<()> {
         if vector.len() != self.dim {
             return Err(Error::Dimension {
                 path: self.path.clone(),
@@ -338,7 +369,7 @@ impl EmbeddingCache {
                 found: vector.len(),
             });
         }
-        let h = text_hash(text);
+        let h = input_hash(prompt, text);
         if !self.index.contains_key(&h) {
             self.index.insert(h, self.hashes.len());
             self.hashes.push(h);
@@ -465,9 +496,9 @@ fn truncate_for_message(text: &str) -> String {
     s
 }
 
-/// Embeds `texts` through `cache`: only texts without a cached vector are embedded (each distinct
-/// text once), the new vectors are added and the cache saved, and one vector per text is returned
-/// in input order.
+/// Embeds `texts` of `role` through `cache`: only texts without a cached vector (under the
+/// role's prompt) are embedded (each distinct text once), the new vectors are added and the
+/// cache saved, and one vector per text is returned in input order.
 ///
 /// `progress(n)` counts texts: first the ones answered from the cache, then the newly embedded
 /// ones as they finish, then the repeats of newly embedded texts; the calls add up to
@@ -475,9 +506,11 @@ fn truncate_for_message(text: &str) -> String {
 pub fn embed_cached<E: TextEmbedder + ?Sized>(
     embedder: &E,
     cache: &mut EmbeddingCache,
+    role: Role,
     texts: &[&str],
     progress: &mut dyn FnMut(usize),
 ) -> Result<Vec<Vec<f32>>> {
+    let prompt = embedder.prompt(role);
     if cache.model_id() != embedder.model_id() || cache.dim() != embedder.dim() {
         return Err(Error::Model {
             path: cache.path().to_path_buf(),
@@ -490,7 +523,7 @@ pub fn embed_cached<E: TextEmbedder + ?Sized>(
             ),
         });
     }
-    let hashes: Vec<[u8; HASH_LEN]> = texts.iter().map(|t| text_hash(t)).collect();
+    let hashes: Vec<[u8; HASH_LEN]> = texts.iter().map(|t| input_hash(prompt, t)).collect();
     let mut seen = std::collections::HashSet::new();
     let mut misses: Vec<&str> = Vec::new();
     let mut hits = 0usize;
@@ -507,7 +540,7 @@ pub fn embed_cached<E: TextEmbedder + ?Sized>(
     // saved every FLUSH_EVERY texts, so a run killed mid-embedding keeps what it embedded
     // (a vector is a pure function of its text, whatever the batch it is embedded in)
     for chunk in misses.chunks(FLUSH_EVERY) {
-        let vectors = embedder.embed(chunk, progress)?;
+        let vectors = embedder.embed(chunk, role, progress)?;
         if vectors.len() != chunk.len() {
             return Err(Error::Model {
                 path: cache.path().to_path_buf(),
@@ -519,7 +552,7 @@ pub fn embed_cached<E: TextEmbedder + ?Sized>(
             });
         }
         for (t, v) in chunk.iter().zip(&vectors) {
-            cache.insert(t, v)?;
+            cache.insert_as(prompt, t, v)?;
         }
         cache.save()?;
     }

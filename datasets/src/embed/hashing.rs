@@ -25,7 +25,7 @@
 
 use rayon::prelude::*;
 
-use super::TextEmbedder;
+use super::{Role, TextEmbedder};
 use crate::lexical::Tokenizer;
 use crate::Result;
 
@@ -114,7 +114,13 @@ impl TextEmbedder for HashingEmbedder {
     fn dim(&self) -> usize {
         HASHING_DIM
     }
-    fn embed(&self, texts: &[&str], progress: &mut dyn FnMut(usize)) -> Result<Vec<Vec<f32>>> {
+    /// Queries and passages alike: the hashing embedder has no prompts.
+    fn embed(
+        &self,
+        texts: &[&str],
+        _role: Role,
+        progress: &mut dyn FnMut(usize),
+    ) -> Result<Vec<Vec<f32>>> {
         let out = self.embed_texts(texts);
         progress(texts.len());
         Ok(out)

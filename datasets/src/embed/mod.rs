@@ -1,16 +1,19 @@
-//! Dense sentence embeddings on CPU: a BERT-family sentence-transformers model (the default is
-//! all-MiniLM-L6-v2, 384 dimensions), run in Rust with candle.
+//! Dense sentence embeddings on CPU: a sentence-transformers model directory (the default is
+//! all-MiniLM-L6-v2, 384 dimensions), read as sentence-transformers reads it and run in Rust
+//! with candle.
 //!
-//! A model directory holds `config.json`, `model.safetensors`, `tokenizer.json` and optionally
-//! `sentence_bert_config.json` (for `max_seq_length`); `scripts/setup` installs the default one
-//! into `models/all-MiniLM-L6-v2/`. [`Embedder::load`] reads it; [`Embedder::embed`] turns texts
-//! into mean-pooled, L2-normalised vectors; [`EmbeddingCache`] and [`embed_cached`] keep vectors
-//! on disk keyed by (model id, BLAKE3 of the text) so no text is embedded twice.
+//! A model directory holds the encoder (`config.json`, `model.safetensors`, `tokenizer.json`:
+//! BERT, XLM-RoBERTa or MPNet) and the sentence-transformers modules around it (`modules.json`:
+//! Pooling, Dense, Normalize; `config_sentence_transformers.json`: the prompts): see
+//! `model_dir.rs`. `scripts/setup` installs the default one into `models/all-MiniLM-L6-v2/`.
+//! [`Embedder::load`] reads it; [`Embedder::embed`] turns texts of a [`Role`] into vectors;
+//! [`EmbeddingCache`] and [`embed_cached`] keep vectors on disk keyed by (model id, BLAKE3 of the
+//! prompt and the text) so no text is embedded twice.
 //!
 //! **Determinism.** A vector is a pure function of its text and the model: it does not depend on
 //! the other texts of the call, their order, the batch size or the thread count. Texts are sorted
 //! by token count and packed into batches without padding; the dense layers run on the packed
-//! token rows, and attention runs per text over its own rows (see `bert.rs`), so a text's
+//! token rows, and attention runs per text over its own rows (see `encoder.rs`), so a text's
 //! computation is the same arithmetic whatever else is in its batch. The matrix kernel (the
 //! `gemm` crate) is chosen at run time from the CPU's features (AVX-512 where the CPU has it,
 //! else AVX2 + FMA), so two CPUs with different kernels differ in the last bits: the kernel is
@@ -24,37 +27,51 @@
 //! threads at these sizes.
 //!
 //! ```no_run
-//! use hopbench_datasets::embed::{default_model_dir, embed_cached, Embedder, EmbeddingCache};
+//! use hopbench_datasets::embed::{default_model_dir, embed_cached, Embedder, EmbeddingCache, Role};
 //! # fn main() -> hopbench_datasets::Result<()> {
 //! let embedder = Embedder::load(&default_model_dir())?;
 //! let mut cache = EmbeddingCache::open("cache/vectors".as_ref(), embedder.model_id(), embedder.dim())?;
-//! let vectors = embed_cached(&embedder, &mut cache, &["The cat sat on the mat."], &mut |_| {})?;
+//! let texts = ["The cat sat on the mat."];
+//! let vectors = embed_cached(&embedder, &mut cache, Role::Passage, &texts, &mut |_| {})?;
 //! assert_eq!(vectors[0].len(), 384);
 //! # Ok(()) }
 //! ```
 
 mod bert;
 mod cache;
+mod encoder;
 pub mod hashing;
 mod kernels;
+mod model_dir;
+mod mpnet;
+mod pooling;
 mod tiny;
+mod xlm_roberta;
 
+#[cfg(test)]
+mod goldens;
 #[cfg(test)]
 mod tests;
 
 use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
+use tokenizers::normalizers::utils::{Lowercase, Sequence as NormalizerSequence};
+use tokenizers::normalizers::NormalizerWrapper;
+use tokenizers::pre_tokenizers::metaspace::{Metaspace, PrependScheme};
+use tokenizers::pre_tokenizers::sequence::Sequence as PreTokenizerSequence;
+use tokenizers::pre_tokenizers::whitespace::WhitespaceSplit;
 use tokenizers::{Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
 
+use encoder::{Architecture, Encoder, EncoderConfig};
+use model_dir::ModelDir;
+
+pub use crate::model::Role;
 pub use cache::{embed_cached, EmbeddingCache};
 pub use hashing::{HashingEmbedder, HASHING_DIM, HASHING_MODEL, HASHING_MODEL_ID};
 pub use tiny::write_tiny_model;
 
 use crate::{Error, Result};
-
-/// `max_seq_length` when the model directory has no `sentence_bert_config.json`.
-pub const DEFAULT_MAX_SEQ_LENGTH: usize = 256;
 
 /// At most this many texts are embedded in one forward pass.
 pub const MAX_BATCH: usize = 32;
@@ -92,21 +109,36 @@ pub trait TextEmbedder {
     fn model_id(&self) -> &str;
     /// The vector dimension.
     fn dim(&self) -> usize;
-    /// One vector per text, in input order; `progress(n)` after every `n` texts finished.
-    fn embed(&self, texts: &[&str], progress: &mut dyn FnMut(usize)) -> Result<Vec<Vec<f32>>>;
+    /// The prompt prepended to texts of `role` ("" for none): part of what a cached vector is
+    /// keyed by.
+    fn prompt(&self, _role: Role) -> &str {
+        ""
+    }
+    /// One vector per text of `role`, in input order; `progress(n)` after every `n` texts
+    /// finished.
+    fn embed(
+        &self,
+        texts: &[&str],
+        role: Role,
+        progress: &mut dyn FnMut(usize),
+    ) -> Result<Vec<Vec<f32>>>;
     /// How many tokens of each text the embedder reads (its own tokenizer, after truncation):
     /// the unit its cost grows with.
     fn token_counts(&self, texts: &[&str]) -> Result<Vec<usize>>;
 }
 
-/// A loaded sentence-embedding model: tokenizer, BERT encoder, mean pooling, L2 normalisation.
+/// A loaded sentence-embedding model: tokenizer, encoder, and the sentence-transformers modules
+/// its directory lists.
 pub struct Embedder {
     dir: PathBuf,
     name: String,
     model_id: String,
     max_seq_length: usize,
     tokenizer: Tokenizer,
-    bert: bert::Bert,
+    encoder: Encoder,
+    pipeline: ModelDir,
+    /// Tokens of each role's prompt that leave the pooling (0: none, or the prompt is pooled).
+    skip: [usize; 2],
 }
 
 impl std::fmt::Debug for Embedder {
@@ -120,13 +152,27 @@ impl std::fmt::Debug for Embedder {
     }
 }
 
+/// The files of the Transformer's folder, each required.
+fn required(folder: &Path, file: &str) -> Result<PathBuf> {
+    let p = folder.join(file);
+    if p.is_file() {
+        Ok(p)
+    } else {
+        Err(Error::Model {
+            path: p,
+            message: "missing model file".into(),
+        })
+    }
+}
+
 impl Embedder {
-    /// Loads the model in `dir` (`config.json`, `model.safetensors`, `tokenizer.json`, optional
-    /// `sentence_bert_config.json`). The tokenizer's own truncation and padding settings are
-    /// replaced: truncation to [`max_seq_length`](Self::max_seq_length), no padding.
+    /// Loads the model in `dir`, read as sentence-transformers reads it (see `model_dir.rs`):
+    /// the encoder (`config.json`, `model.safetensors`, `tokenizer.json`) and the modules
+    /// `modules.json` lists. The tokenizer's own truncation and padding settings are replaced:
+    /// truncation to [`max_seq_length`](Self::max_seq_length), no padding.
     ///
-    /// Every failure is an [`Error::Model`] (or [`Error::Io`] / [`Error::Malformed`]) naming the
-    /// file.
+    /// Every failure is an [`Error::Model`] (or [`Error::Io`] / [`Error::Malformed`] /
+    /// [`Error::Field`]) naming the file, and the field where there is one.
     pub fn load(dir: &Path) -> Result<Embedder> {
         if !dir.is_dir() {
             return Err(Error::Model {
@@ -137,65 +183,80 @@ impl Embedder {
             });
         }
         let name = model_name(dir);
-        let required = |file: &str| -> Result<PathBuf> {
-            let p = dir.join(file);
-            if p.is_file() {
-                Ok(p)
-            } else {
-                Err(Error::Model {
-                    path: p,
-                    message: "missing model file".into(),
-                })
-            }
-        };
-        let config_path = required("config.json")?;
-        let weights_path = required("model.safetensors")?;
-        let tokenizer_path = required("tokenizer.json")?;
+        let pipeline = ModelDir::read(dir)?;
+        let folder = &pipeline.transformer;
+        let config_path = required(folder, "config.json")?;
+        let weights_path = required(folder, "model.safetensors")?;
+        let tokenizer_path = required(folder, "tokenizer.json")?;
 
-        let cfg = bert::BertConfig::read(&config_path)?;
-        let max_seq_length = read_max_seq_length(dir)?.min(cfg.max_position_embeddings);
-
+        let cfg = EncoderConfig::read(&config_path)?;
+        pipeline.check_sizes(cfg.hidden_size, &config_path)?;
+        let architecture = cfg.architecture(&config_path)?;
         let bytes = std::fs::read(&weights_path).map_err(|e| Error::io(&weights_path, e))?;
-        let model_id = model_id_from(&name, &bytes);
-        let bert = bert::Bert::load(cfg, &bytes, &weights_path)?;
+        let encoder = load_encoder(cfg, &bytes, &weights_path, &config_path)?;
+        let max_seq_length = max_seq_length(&pipeline, encoder.config(), encoder.position_offset);
+        let model_id = model_id_from(&name, &bytes, &pipeline, max_seq_length);
         drop(bytes);
 
-        let tok_err = |message: String| Error::Model {
-            path: tokenizer_path.clone(),
-            message,
-        };
-        let mut tokenizer =
-            Tokenizer::from_file(&tokenizer_path).map_err(|e| tok_err(e.to_string()))?;
-        tokenizer
-            .with_truncation(Some(TruncationParams {
-                direction: TruncationDirection::Right,
-                max_length: max_seq_length,
-                strategy: TruncationStrategy::LongestFirst,
-                stride: 0,
-            }))
-            .map_err(|e| tok_err(e.to_string()))?;
-        tokenizer.with_padding(None);
+        let tokenizer = load_tokenizer(&tokenizer_path, architecture, &pipeline, max_seq_length)?;
         let vocab = tokenizer.get_vocab_size(true);
-        if vocab > bert.config().vocab_size {
-            return Err(tok_err(format!(
-                "tokenizer has {vocab} tokens but the model's vocab_size is {}",
-                bert.config().vocab_size
-            )));
+        if vocab > encoder.config().vocab_size {
+            return Err(Error::Model {
+                path: tokenizer_path,
+                message: format!(
+                    "tokenizer has {vocab} tokens but the model's vocab_size is {}",
+                    encoder.config().vocab_size
+                ),
+            });
         }
-        Ok(Embedder {
+        let mut e = Embedder {
             dir: dir.to_path_buf(),
             name,
             model_id,
             max_seq_length,
             tokenizer,
-            bert,
-        })
+            encoder,
+            pipeline,
+            skip: [0, 0],
+        };
+        if !e.pipeline.pooling.include_prompt {
+            e.skip = [
+                e.prompt_length(&e.pipeline.prompts.query)?,
+                e.prompt_length(&e.pipeline.prompts.passage)?,
+            ];
+        }
+        Ok(e)
+    }
+
+    /// The tokens of `prompt` that leave the pooling when the model pools without its prompt:
+    /// the prompt tokenised alone, its leading special token included, its trailing special
+    /// token not (as sentence-transformers counts them).
+    fn prompt_length(&self, prompt: &str) -> Result<usize> {
+        if prompt.is_empty() {
+            return Ok(0);
+        }
+        let enc = self
+            .tokenizer
+            .encode(prompt, true)
+            .map_err(|e| self.tokenizer_error(e))?;
+        let n = enc.get_ids().len().min(self.max_seq_length);
+        let trailing_special = enc.get_special_tokens_mask().get(n.wrapping_sub(1)) == Some(&1);
+        Ok(n - usize::from(n > 0 && trailing_special))
+    }
+
+    fn tokenizer_error(&self, e: impl ToString) -> Error {
+        Error::Model {
+            path: self.pipeline.transformer.join("tokenizer.json"),
+            message: e.to_string(),
+        }
     }
 
     /// `"<model name>@<first 16 hex digits of BLAKE3(model.safetensors)>+<arithmetic>.<kernel>"`,
     /// where the model name is the directory's file name, the arithmetic is
     /// [`ARITHMETIC_VERSION`] and the kernel is the matrix kernel this CPU runs, e.g.
-    /// `all-MiniLM-L6-v2@8087e9bf97c265f8+hb2.avx512f`.
+    /// `all-MiniLM-L6-v2@8087e9bf97c265f8+hb2.avx512f`; a model whose modules are not plain mean
+    /// pooling and normalisation (other pooling, Dense layers, prompts, ...) adds
+    /// `.p<first 12 hex digits of BLAKE3(its pipeline)>`.
     pub fn model_id(&self) -> &str {
         &self.model_id
     }
@@ -210,38 +271,54 @@ impl Embedder {
         &self.dir
     }
 
-    /// The vector dimension (the encoder's hidden size).
+    /// The vector dimension: the pooled width (the encoder's hidden size times the pooling
+    /// modes), or the last Dense layer's, cut to `truncate_dim` where the model sets one.
     pub fn dim(&self) -> usize {
-        self.bert.config().hidden_size
+        self.pipeline.dim(self.encoder.config().hidden_size)
     }
 
-    /// Texts are truncated to this many tokens, `[CLS]` and `[SEP]` included.
+    /// Texts are truncated to this many tokens, special tokens and the prompt included.
     pub fn max_seq_length(&self) -> usize {
         self.max_seq_length
     }
 
-    /// Number of tokens of each text after truncation (`[CLS]` and `[SEP]` included).
+    /// The prompt prepended to texts of `role` ("" for none).
+    pub fn prompt(&self, role: Role) -> &str {
+        match role {
+            Role::Query => &self.pipeline.prompts.query,
+            Role::Passage => &self.pipeline.prompts.passage,
+        }
+    }
+
+    /// Number of tokens of each text after truncation (special tokens included, no prompt).
     pub fn token_counts(&self, texts: &[&str]) -> Result<Vec<usize>> {
         let mut out = Vec::with_capacity(texts.len());
         for chunk in texts.chunks(TOKENIZE_CHUNK) {
-            for enc in self.encode(chunk)? {
+            for enc in self.encode(chunk, "")? {
                 out.push(enc.0.len());
             }
         }
         Ok(out)
     }
 
-    /// Embeds `texts`: one L2-normalised vector of [`dim`](Self::dim) floats per text, in input
+    /// Embeds `texts` of `role`: one vector of [`dim`](Self::dim) floats per text, in input
     /// order. `progress(n)` is called after each batch with the number of texts it finished.
     ///
-    /// Each vector is a pure function of its text (see the module docs): texts are sorted by
-    /// (token count, input index), packed into batches of up to [`MAX_BATCH`] texts and
-    /// [`MAX_BATCH_TOKENS`] tokens without padding, and the results put back in input order.
-    pub fn embed(&self, texts: &[&str], progress: &mut dyn FnMut(usize)) -> Result<Vec<Vec<f32>>> {
+    /// Each vector is a pure function of its text and role (see the module docs): texts are
+    /// sorted by (token count, input index), packed into batches of up to [`MAX_BATCH`] texts
+    /// and [`MAX_BATCH_TOKENS`] tokens without padding, and the results put back in input order.
+    pub fn embed(
+        &self,
+        texts: &[&str],
+        role: Role,
+        progress: &mut dyn FnMut(usize),
+    ) -> Result<Vec<Vec<f32>>> {
+        let prompt = self.prompt(role);
+        let skip = self.skip[role as usize];
         let mut ids: Vec<Vec<u32>> = Vec::with_capacity(texts.len());
         let mut types: Vec<Vec<u32>> = Vec::with_capacity(texts.len());
         for chunk in texts.chunks(TOKENIZE_CHUNK) {
-            for (i, t) in self.encode(chunk)? {
+            for (i, t) in self.encode(chunk, prompt)? {
                 ids.push(i);
                 types.push(t);
             }
@@ -250,6 +327,7 @@ impl Embedder {
         order.sort_by_key(|&i| (ids[i].len(), i));
         let mut out: Vec<Vec<f32>> = vec![Vec::new(); texts.len()];
         let batches = pack_batches(&order, |i| ids[i].len());
+        let h = self.encoder.config().hidden_size;
         // One batch per worker thread at a time: the GEMM kernel alone scales poorly to two
         // threads at these sizes, batch-level parallelism keeps both busy. Results do not depend
         // on which thread runs what.
@@ -261,12 +339,20 @@ impl Embedder {
                     let batch_ids: Vec<&[u32]> = batch.iter().map(|&i| ids[i].as_slice()).collect();
                     let batch_types: Vec<&[u32]> =
                         batch.iter().map(|&i| types[i].as_slice()).collect();
-                    self.bert
-                        .embed_batch(&batch_ids, &batch_types)
-                        .map_err(|e| Error::Model {
+                    let hidden = self.encoder.hidden(&batch_ids, &batch_types).map_err(|e| {
+                        Error::Model {
                             path: self.dir.clone(),
                             message: format!("forward pass: {e}"),
+                        }
+                    })?;
+                    Ok(hidden
+                        .spans
+                        .iter()
+                        .map(|&(start, len)| {
+                            let rows = &hidden.rows[start * h..(start + len) * h];
+                            pooling::sentence_vector(&self.pipeline, rows, h, skip)
                         })
+                        .collect())
                 })
                 .collect();
             for (batch, vectors) in group.iter().zip(results) {
@@ -279,19 +365,25 @@ impl Embedder {
         Ok(out)
     }
 
-    /// Token ids and type ids of each text (truncated, with special tokens, unpadded).
-    fn encode(&self, texts: &[&str]) -> Result<Vec<(Vec<u32>, Vec<u32>)>> {
+    /// Token ids and type ids of each text with `prompt` before it (truncated, with special
+    /// tokens, unpadded).
+    fn encode(&self, texts: &[&str], prompt: &str) -> Result<Vec<(Vec<u32>, Vec<u32>)>> {
         let texts = texts
             .iter()
-            .map(|t| self.bounded_prefix(t))
-            .collect::<Result<Vec<&str>>>()?;
+            .map(|t| {
+                self.bounded_prefix(t).map(|t| {
+                    if prompt.is_empty() {
+                        t.to_string()
+                    } else {
+                        format!("{prompt}{t}")
+                    }
+                })
+            })
+            .collect::<Result<Vec<String>>>()?;
         let encodings = self
             .tokenizer
             .encode_batch(texts, true)
-            .map_err(|e| Error::Model {
-                path: self.dir.join("tokenizer.json"),
-                message: e.to_string(),
-            })?;
+            .map_err(|e| self.tokenizer_error(e))?;
         Ok(encodings
             .into_iter()
             .map(|e| {
@@ -300,6 +392,94 @@ impl Embedder {
             })
             .collect())
     }
+}
+
+/// The encoder of the architecture `config.json` (`config`) names, from the bytes of
+/// `model.safetensors` (`path` is for messages).
+fn load_encoder(cfg: EncoderConfig, bytes: &[u8], path: &Path, config: &Path) -> Result<Encoder> {
+    match cfg.architecture(config)? {
+        Architecture::Bert => bert::load(cfg, bytes, path, config),
+        Architecture::XlmRoberta => xlm_roberta::load(cfg, bytes, path, config),
+        Architecture::MpNet => mpnet::load(cfg, bytes, path, config),
+    }
+}
+
+/// The truncation length: `max_seq_length` as the directory gives it, else the tokenizer's
+/// `model_max_length` (as sentence-transformers falls back), within the position table in
+/// both cases (a longer sequence has no position to take; `offset`: the first position id).
+fn max_seq_length(pipeline: &ModelDir, cfg: &EncoderConfig, offset: usize) -> usize {
+    let table = cfg.max_position_embeddings;
+    let wanted = match pipeline.max_seq_length {
+        Some(n) => n,
+        None => pipeline.tokenizer_max_length.unwrap_or(table).min(table),
+    };
+    wanted.min(table - offset)
+}
+
+/// The tokenizer of `path` as the model reads it: truncation to `max_seq_length` and no padding
+/// (whatever the file says), a lower-casing step first where `do_lower_case` asks, and for
+/// XLM-RoBERTa the pre-tokenizer transformers builds for it (whitespace split, then Metaspace),
+/// which real tokenizer files lack: runs of spaces, tabs and newlines are one separator, as the
+/// model was trained to see them.
+fn load_tokenizer(
+    path: &Path,
+    architecture: Architecture,
+    pipeline: &ModelDir,
+    max_seq_length: usize,
+) -> Result<Tokenizer> {
+    let err = |message: String| Error::Model {
+        path: path.to_path_buf(),
+        message,
+    };
+    let mut tokenizer = Tokenizer::from_file(path).map_err(|e| err(e.to_string()))?;
+    tokenizer
+        .with_truncation(Some(TruncationParams {
+            direction: TruncationDirection::Right,
+            max_length: max_seq_length,
+            strategy: TruncationStrategy::LongestFirst,
+            stride: 0,
+        }))
+        .map_err(|e| err(e.to_string()))?;
+    tokenizer.with_padding(None);
+    if pipeline.do_lower_case {
+        let lowercases = |n: &NormalizerWrapper| match n {
+            NormalizerWrapper::Lowercase(_) => true,
+            NormalizerWrapper::Sequence(s) => s
+                .as_ref()
+                .iter()
+                .any(|n| matches!(n, NormalizerWrapper::Lowercase(_))),
+            _ => false,
+        };
+        match tokenizer.get_normalizer().cloned() {
+            Some(n) if lowercases(&n) => {}
+            existing => {
+                let mut list = vec![NormalizerWrapper::Lowercase(Lowercase)];
+                match existing {
+                    Some(NormalizerWrapper::Sequence(s)) => list.extend(s),
+                    Some(n) => list.push(n),
+                    None => {}
+                }
+                tokenizer
+                    .with_normalizer(Some(NormalizerSequence::new(list)))
+                    .map_err(|e| err(e.to_string()))?;
+            }
+        }
+    }
+    if architecture == Architecture::XlmRoberta {
+        tokenizer.with_pre_tokenizer(Some(PreTokenizerSequence::new(vec![
+            WhitespaceSplit.into(),
+            Metaspace::new('\u{2581}', PrependScheme::Always, true).into(),
+        ])));
+    }
+    let has_special = ["[CLS]", "<s>"]
+        .iter()
+        .any(|t| tokenizer.token_to_id(t).is_some());
+    if !has_special {
+        return Err(err(
+            "the tokenizer has neither `[CLS]` nor `<s>`: not a BERT-family tokenizer".into(),
+        ));
+    }
+    Ok(tokenizer)
 }
 
 impl Embedder {
@@ -373,44 +553,39 @@ impl TextEmbedder for Embedder {
     fn dim(&self) -> usize {
         Embedder::dim(self)
     }
-    fn embed(&self, texts: &[&str], progress: &mut dyn FnMut(usize)) -> Result<Vec<Vec<f32>>> {
-        Embedder::embed(self, texts, progress)
+    fn prompt(&self, role: Role) -> &str {
+        Embedder::prompt(self, role)
+    }
+    fn embed(
+        &self,
+        texts: &[&str],
+        role: Role,
+        progress: &mut dyn FnMut(usize),
+    ) -> Result<Vec<Vec<f32>>> {
+        Embedder::embed(self, texts, role, progress)
     }
     fn token_counts(&self, texts: &[&str]) -> Result<Vec<usize>> {
         Embedder::token_counts(self, texts)
     }
 }
 
-/// `max_seq_length` from `sentence_bert_config.json`, or [`DEFAULT_MAX_SEQ_LENGTH`].
-fn read_max_seq_length(dir: &Path) -> Result<usize> {
-    let path = dir.join("sentence_bert_config.json");
-    if !path.is_file() {
-        return Ok(DEFAULT_MAX_SEQ_LENGTH);
-    }
-    let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
-    let value: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| Error::malformed(&path, "JSON", e))?;
-    match value.get("max_seq_length") {
-        None | Some(serde_json::Value::Null) => Ok(DEFAULT_MAX_SEQ_LENGTH),
-        Some(v) => match v.as_u64() {
-            Some(n) if n >= 2 => Ok(n as usize),
-            _ => Err(Error::field(
-                &path,
-                "sentence_bert_config",
-                "max_seq_length",
-                "expected an integer >= 2",
-            )),
-        },
-    }
-}
-
 /// The identity [`Embedder::model_id`] would report for the model in `dir`, computed without
-/// loading the model (hashing `model.safetensors` only), so a reusable export can be recognised
-/// without paying for a model load.
+/// loading the encoder (reading its configs and hashing its weights), so a reusable export can
+/// be recognised without paying for a model load.
 pub fn model_id_of(dir: &Path) -> Result<String> {
-    let weights = dir.join("model.safetensors");
+    let pipeline = ModelDir::read(dir)?;
+    let config = pipeline.transformer.join("config.json");
+    let cfg = EncoderConfig::read(&config)?;
+    let offset = cfg.position_offset(&config)?;
+    let weights = pipeline.transformer.join("model.safetensors");
     let bytes = std::fs::read(&weights).map_err(|e| Error::io(&weights, e))?;
-    Ok(model_id_from(&model_name(dir), &bytes))
+    let max_seq_length = max_seq_length(&pipeline, &cfg, offset);
+    Ok(model_id_from(
+        &model_name(dir),
+        &bytes,
+        &pipeline,
+        max_seq_length,
+    ))
 }
 
 /// The model name: the directory's file name.
@@ -426,20 +601,56 @@ fn model_name(dir: &Path) -> String {
 /// arithmetic are never served (from the embedding cache or an export) as if computed now.
 pub const ARITHMETIC_VERSION: &str = "hb2";
 
-/// `"<name>@<first 16 hex digits of BLAKE3(weights)>+<arithmetic version>.<matrix kernel>"`.
+/// `"<name>@<first 16 hex digits of BLAKE3(weights)>+<arithmetic version>.<matrix kernel>"`,
+/// then `.p<pipeline hash>` for a pipeline other than plain mean pooling and normalisation.
 /// The matrix kernel (`avx512f`, `fma`, `scalar`, `neon`) is the one the CPU runs: the same
 /// model gives vectors that differ in their last bits between kernels.
-fn model_id_from(name: &str, weights: &[u8]) -> String {
-    format!(
+fn model_id_from(name: &str, weights: &[u8], pipeline: &ModelDir, max_seq_length: usize) -> String {
+    let base = format!(
         "{name}@{}+{ARITHMETIC_VERSION}.{}",
         &blake3::hash(weights).to_hex().as_str()[..16],
         kernels::gemm_kernel()
-    )
+    );
+    if pipeline.is_plain() {
+        base
+    } else {
+        let described = pipeline.describe(max_seq_length);
+        format!(
+            "{base}.p{}",
+            &blake3::hash(described.as_bytes()).to_hex().as_str()[..12]
+        )
+    }
 }
 
-/// The embedding dimension of the model in `dir` (its config's `hidden_size`), without loading it.
+/// The prompt texts of `role` were embedded after under model id `model_id`, without loading
+/// the model: "" for an id of the plain pipeline (mean pooling and normalisation, no prompts),
+/// else the prompt of the model in `dir`, which must be that model.
+pub fn prompt_for(model_id: &str, dir: &Path, role: Role) -> Result<String> {
+    let kernel = model_id.rsplit('+').next().unwrap_or("");
+    if !kernel.contains(".p") {
+        return Ok(String::new());
+    }
+    let found = model_id_of(dir)?;
+    if found != model_id {
+        return Err(Error::Model {
+            path: dir.to_path_buf(),
+            message: format!(
+                "the vectors were embedded with `{model_id}`, this model is `{found}`"
+            ),
+        });
+    }
+    let prompts = ModelDir::read(dir)?.prompts;
+    Ok(match role {
+        Role::Query => prompts.query,
+        Role::Passage => prompts.passage,
+    })
+}
+
+/// The embedding dimension of the model in `dir`, without loading it.
 pub fn model_dim_of(dir: &Path) -> Result<usize> {
-    Ok(bert::BertConfig::read(&dir.join("config.json"))?.hidden_size)
+    let pipeline = ModelDir::read(dir)?;
+    let cfg = EncoderConfig::read(&pipeline.transformer.join("config.json"))?;
+    Ok(pipeline.dim(cfg.hidden_size))
 }
 
 /// Whether a `model` setting (campaign `model:`, `--model`, `HOPBENCH_MODEL_DIR`) selects the

@@ -92,13 +92,13 @@ fn mixed_texts() -> Vec<String> {
 
 fn check_alone_equals_batched(e: &Embedder, texts: &[String]) {
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-    let batched = e.embed(&refs, &mut |_| {}).unwrap();
+    let batched = e.embed(&refs, Role::Passage, &mut |_| {}).unwrap();
     let mut reversed_refs = refs.clone();
     reversed_refs.reverse();
-    let mut reversed = e.embed(&reversed_refs, &mut |_| {}).unwrap();
+    let mut reversed = e.embed(&reversed_refs, Role::Passage, &mut |_| {}).unwrap();
     reversed.reverse();
     for (i, t) in refs.iter().enumerate() {
-        let alone = e.embed(&[t], &mut |_| {}).unwrap();
+        let alone = e.embed(&[t], Role::Passage, &mut |_| {}).unwrap();
         assert_eq!(
             bits(&alone[0]),
             bits(&batched[i]),
@@ -140,7 +140,7 @@ fn embed_tiny_model_loads_and_embeds() {
         "zzz qqq",
     ];
     let mut done = 0;
-    let v = e.embed(&texts, &mut |n| done += n).unwrap();
+    let v = e.embed(&texts, Role::Passage, &mut |n| done += n).unwrap();
     assert_eq!(done, texts.len());
     assert_eq!(v.len(), texts.len());
     for x in &v {
@@ -150,11 +150,16 @@ fn embed_tiny_model_loads_and_embeds() {
     }
     // Order preserved: each equals its own single embedding, and they differ.
     for (i, t) in texts.iter().enumerate() {
-        assert_eq!(bits(&e.embed(&[t], &mut |_| {}).unwrap()[0]), bits(&v[i]));
+        assert_eq!(
+            bits(&e.embed(&[t], Role::Passage, &mut |_| {}).unwrap()[0]),
+            bits(&v[i])
+        );
     }
     assert_ne!(bits(&v[0]), bits(&v[2]));
     assert!(e
-        .embed(&[], &mut |_| panic!("no progress for no texts"))
+        .embed(&[], Role::Passage, &mut |_| panic!(
+            "no progress for no texts"
+        ))
         .unwrap()
         .is_empty());
 }
@@ -179,8 +184,8 @@ fn embed_tiny_model_is_reproducible_from_seed() {
     assert_ne!(e1.model_id(), e3.model_id());
     let t = ["the queen was born in london"];
     assert_eq!(
-        bits(&e1.embed(&t, &mut |_| {}).unwrap()[0]),
-        bits(&e2.embed(&t, &mut |_| {}).unwrap()[0])
+        bits(&e1.embed(&t, Role::Passage, &mut |_| {}).unwrap()[0]),
+        bits(&e2.embed(&t, Role::Passage, &mut |_| {}).unwrap()[0])
     );
 }
 
@@ -195,7 +200,7 @@ fn embed_overrides_tokenizer_truncation_and_padding() {
         vec![4, TINY_MAX_POSITIONS],
         "no padding; truncation at max_seq_length"
     );
-    let v = e.embed(&[&long], &mut |_| {}).unwrap();
+    let v = e.embed(&[&long], Role::Passage, &mut |_| {}).unwrap();
     assert!((norm(&v[0]) - 1.0).abs() < 1e-5);
 }
 
@@ -215,12 +220,12 @@ fn embed_vector_is_independent_of_thread_count() {
     let (_tmp, e) = tiny_model(5);
     let texts = mixed_texts();
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-    let default = e.embed(&refs, &mut |_| {}).unwrap();
+    let default = e.embed(&refs, Role::Passage, &mut |_| {}).unwrap();
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(1)
         .build()
         .unwrap();
-    let one = pool.install(|| e.embed(&refs, &mut |_| {}).unwrap());
+    let one = pool.install(|| e.embed(&refs, Role::Passage, &mut |_| {}).unwrap());
     for (a, b) in default.iter().zip(&one) {
         assert_eq!(bits(a), bits(b));
     }
@@ -264,11 +269,17 @@ fn embed_wrong_model_dir_is_a_model_error_naming_the_path() {
     )
     .unwrap();
     match Embedder::load(&dir2) {
-        Err(Error::Model { path, message }) => {
+        Err(Error::Field {
+            path,
+            field,
+            message,
+            ..
+        }) => {
             assert_eq!(path, dir2.join("config.json"));
+            assert_eq!(field, "hidden_act");
             assert!(message.contains("relu"), "{message}");
         }
-        other => panic!("expected Error::Model, got {other:?}"),
+        other => panic!("expected Error::Field, got {other:?}"),
     }
 }
 
@@ -286,10 +297,15 @@ impl TextEmbedder for Counting<'_> {
     fn dim(&self) -> usize {
         self.inner.dim()
     }
-    fn embed(&self, texts: &[&str], progress: &mut dyn FnMut(usize)) -> Result<Vec<Vec<f32>>> {
+    fn embed(
+        &self,
+        texts: &[&str],
+        role: Role,
+        progress: &mut dyn FnMut(usize),
+    ) -> Result<Vec<Vec<f32>>> {
         self.calls.set(self.calls.get() + 1);
         self.texts.set(self.texts.get() + texts.len());
-        self.inner.embed(texts, progress)
+        self.inner.embed(texts, role, progress)
     }
     fn token_counts(&self, texts: &[&str]) -> Result<Vec<usize>> {
         self.inner.token_counts(texts)
@@ -317,7 +333,10 @@ fn embed_cache_round_trip_and_hits() {
     let mut cache = EmbeddingCache::open(&cache_dir, e.model_id(), e.dim()).unwrap();
     assert!(cache.is_empty());
     let mut done = 0;
-    let first = embed_cached(&counting, &mut cache, &texts, &mut |n| done += n).unwrap();
+    let first = embed_cached(&counting, &mut cache, Role::Passage, &texts, &mut |n| {
+        done += n
+    })
+    .unwrap();
     assert_eq!(done, texts.len());
     assert_eq!(
         (counting.calls.get(), counting.texts.get()),
@@ -326,7 +345,7 @@ fn embed_cache_round_trip_and_hits() {
     );
     assert_eq!(cache.len(), 4);
     assert_eq!(bits(&first[0]), bits(&first[2]));
-    let direct = e.embed(&texts, &mut |_| {}).unwrap();
+    let direct = e.embed(&texts, Role::Passage, &mut |_| {}).unwrap();
     for (a, b) in first.iter().zip(&direct) {
         assert_eq!(bits(a), bits(b));
     }
@@ -349,7 +368,10 @@ fn embed_cache_round_trip_and_hits() {
     assert_eq!(bits(reopened.get("paris").unwrap()), bits(&first[5]));
     assert!(reopened.get("not cached").is_none());
     let mut done = 0;
-    let again = embed_cached(&counting, &mut reopened, &texts, &mut |n| done += n).unwrap();
+    let again = embed_cached(&counting, &mut reopened, Role::Passage, &texts, &mut |n| {
+        done += n
+    })
+    .unwrap();
     assert_eq!(done, texts.len());
     assert_eq!(
         counting.calls.get(),
@@ -361,7 +383,14 @@ fn embed_cache_round_trip_and_hits() {
     }
 
     // A partly new call embeds only the new text and appends it.
-    let more = embed_cached(&counting, &mut reopened, &["paris", "london"], &mut |_| {}).unwrap();
+    let more = embed_cached(
+        &counting,
+        &mut reopened,
+        Role::Passage,
+        &["paris", "london"],
+        &mut |_| {},
+    )
+    .unwrap();
     assert_eq!((counting.calls.get(), counting.texts.get()), (2, 5));
     assert_eq!(bits(&more[0]), bits(&first[5]));
     assert_eq!(
@@ -381,7 +410,7 @@ fn embed_cache_drops_damaged_records_and_re_embeds_them() {
     let dir = tmp.path().join("cache");
     let texts = ["one", "two", "three"];
     let mut cache = EmbeddingCache::open(&dir, e.model_id(), e.dim()).unwrap();
-    let want = embed_cached(&e, &mut cache, &texts, &mut |_| {}).unwrap();
+    let want = embed_cached(&e, &mut cache, Role::Passage, &texts, &mut |_| {}).unwrap();
     assert!(cache.repairs().is_none());
     let path = cache.path().to_path_buf();
     let good = std::fs::read(&path).unwrap();
@@ -418,7 +447,7 @@ fn embed_cache_drops_damaged_records_and_re_embeds_them() {
     assert_eq!(c.len(), 2);
     assert!(c.repairs().unwrap().contains("truncated"));
     // the dropped text is embedded again, to the same vector, and the file is whole again
-    let again = embed_cached(&e, &mut c, &texts, &mut |_| {}).unwrap();
+    let again = embed_cached(&e, &mut c, Role::Passage, &texts, &mut |_| {}).unwrap();
     assert_eq!(again, want);
     let c = EmbeddingCache::open(&dir, e.model_id(), e.dim()).unwrap();
     assert!(c.repairs().is_none() && c.len() == 3);
@@ -436,10 +465,10 @@ fn embed_cache_appends_and_saves_as_it_embeds() {
     let (tmp, e) = tiny_model(12);
     let dir = tmp.path().join("cache");
     let mut cache = EmbeddingCache::open(&dir, e.model_id(), e.dim()).unwrap();
-    embed_cached(&e, &mut cache, &["a", "b"], &mut |_| {}).unwrap();
+    embed_cached(&e, &mut cache, Role::Passage, &["a", "b"], &mut |_| {}).unwrap();
     let path = cache.path().to_path_buf();
     let first = std::fs::read(&path).unwrap();
-    embed_cached(&e, &mut cache, &["c", "a"], &mut |_| {}).unwrap();
+    embed_cached(&e, &mut cache, Role::Passage, &["c", "a"], &mut |_| {}).unwrap();
     let second = std::fs::read(&path).unwrap();
     let record = 32 + 4 * e.dim() + 16;
     assert_eq!(second.len(), first.len() + record, "one record appended");
@@ -453,7 +482,7 @@ fn embed_cache_appends_and_saves_as_it_embeds() {
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
     let mut saves = Vec::new();
     let watch = path.clone();
-    embed_cached(&e, &mut cache, &refs, &mut |_| {
+    embed_cached(&e, &mut cache, Role::Passage, &refs, &mut |_| {
         saves.push(std::fs::metadata(&watch).unwrap().len());
     })
     .unwrap();
@@ -476,7 +505,7 @@ fn embed_cache_ignores_a_file_whose_header_does_not_check_out_and_rewrites_it() 
     let (tmp, e) = tiny_model(12);
     let dir = tmp.path().join("cache");
     let mut cache = EmbeddingCache::open(&dir, e.model_id(), e.dim()).unwrap();
-    embed_cached(&e, &mut cache, &["one", "two"], &mut |_| {}).unwrap();
+    embed_cached(&e, &mut cache, Role::Passage, &["one", "two"], &mut |_| {}).unwrap();
     let path = cache.path().to_path_buf();
     let good = std::fs::read(&path).unwrap();
 
@@ -501,14 +530,14 @@ fn embed_cache_ignores_a_file_whose_header_does_not_check_out_and_rewrites_it() 
     assert!(expect_ignored("another model id", e.dim()).contains("holds vectors of model"));
     // the next save rewrites it whole, and it verifies again
     let mut c = EmbeddingCache::open(&dir, e.model_id(), e.dim()).unwrap();
-    embed_cached(&e, &mut c, &["one"], &mut |_| {}).unwrap();
+    embed_cached(&e, &mut c, Role::Passage, &["one"], &mut |_| {}).unwrap();
     let again = EmbeddingCache::open(&dir, e.model_id(), e.dim()).unwrap();
     assert!(again.repairs().is_none() && again.get("one").is_some());
 
     // A cache opened for another model id cannot be used with this embedder.
     let mut other = EmbeddingCache::open(&dir, "other-model@0000", e.dim()).unwrap();
     assert!(matches!(
-        embed_cached(&e, &mut other, &["x"], &mut |_| {}),
+        embed_cached(&e, &mut other, Role::Passage, &["x"], &mut |_| {}),
         Err(Error::Model { .. })
     ));
     // Wrong vector dimension on insert.
@@ -547,7 +576,7 @@ fn embed_real_model_semantics() {
         "A cat was sitting on a rug.",
         "The stock market fell sharply on Tuesday.",
     ];
-    let v = e.embed(&texts, &mut |_| {}).unwrap();
+    let v = e.embed(&texts, Role::Passage, &mut |_| {}).unwrap();
     for x in &v {
         assert!((norm(x) - 1.0).abs() < 1e-5);
     }
@@ -609,7 +638,7 @@ fn batches_hold_at_most_their_texts_and_tokens_and_keep_the_order() {
 /// A slow, obvious f64 BERT forward pass straight from `model.safetensors` (torch weight
 /// layout, exact erf, plain softmax): the oracle for the optimised candle path.
 fn reference_embedding(dir: &Path, ids: &[u32]) -> Vec<f32> {
-    let cfg = bert::BertConfig::read(&dir.join("config.json")).unwrap();
+    let cfg = encoder::EncoderConfig::read(&dir.join("config.json")).unwrap();
     let tensors =
         candle_core::safetensors::load(dir.join("model.safetensors"), &candle_core::Device::Cpu)
             .unwrap();
@@ -756,8 +785,8 @@ fn reference_embedding(dir: &Path, ids: &[u32]) -> Vec<f32> {
 }
 
 fn check_against_reference(e: &Embedder, texts: &[&str], tolerance: f32) {
-    let got = e.embed(texts, &mut |_| {}).unwrap();
-    let encoded = e.encode(texts).unwrap();
+    let got = e.embed(texts, Role::Passage, &mut |_| {}).unwrap();
+    let encoded = e.encode(texts, "").unwrap();
     for ((t, (ids, _)), v) in texts.iter().zip(&encoded).zip(&got) {
         let want = reference_embedding(e.dir(), ids);
         let worst = want
@@ -833,9 +862,9 @@ fn embed_bench_real_model() {
     };
     let refs: Vec<&str> = passages.iter().map(String::as_str).collect();
     let tokens: usize = e.token_counts(&refs).unwrap().iter().sum();
-    let _warm = e.embed(&refs[..8], &mut |_| {}).unwrap();
+    let _warm = e.embed(&refs[..8], Role::Passage, &mut |_| {}).unwrap();
     let t = std::time::Instant::now();
-    let v = e.embed(&refs, &mut |_| {}).unwrap();
+    let v = e.embed(&refs, Role::Passage, &mut |_| {}).unwrap();
     let secs = t.elapsed().as_secs_f64();
     let checksum = blake3::hash(
         &v.iter()
@@ -858,7 +887,7 @@ fn embed_bench_real_model() {
     let qrefs: Vec<&str> = queries.iter().map(String::as_str).collect();
     let qtokens: usize = e.token_counts(&qrefs).unwrap().iter().sum();
     let t = std::time::Instant::now();
-    let _ = e.embed(&qrefs, &mut |_| {}).unwrap();
+    let _ = e.embed(&qrefs, Role::Passage, &mut |_| {}).unwrap();
     let secs = t.elapsed().as_secs_f64();
     eprintln!(
         "queries: {} texts, {:.1} tokens/text, {:.2} s, {:.1} texts/s",
@@ -890,7 +919,7 @@ fn a_long_text_is_encoded_from_a_bounded_prefix_with_the_same_tokens() {
         "short text".to_string(),
     ];
     for t in &texts {
-        let got = e.encode(&[t.as_str()]).unwrap();
+        let got = e.encode(&[t.as_str()], "").unwrap();
         assert_eq!(got[0], whole(t), "{:?}...", &t[..20]);
         assert!(e.bounded_prefix(t).unwrap().len() <= t.len());
     }
@@ -906,8 +935,8 @@ fn parts_of_one_cache_are_read_by_every_writer_and_merged_into_the_main_file() {
     // two array tasks embed their parts at once, one text in both
     let mut a = EmbeddingCache::open_part(&dir, e.model_id(), e.dim(), Some("0-of-2")).unwrap();
     let mut b = EmbeddingCache::open_part(&dir, e.model_id(), e.dim(), Some("1-of-2")).unwrap();
-    embed_cached(&e, &mut a, &["alpha", "shared"], &mut |_| {}).unwrap();
-    embed_cached(&e, &mut b, &["beta", "shared"], &mut |_| {}).unwrap();
+    embed_cached(&e, &mut a, Role::Passage, &["alpha", "shared"], &mut |_| {}).unwrap();
+    embed_cached(&e, &mut b, Role::Passage, &["beta", "shared"], &mut |_| {}).unwrap();
     // a third reader sees both parts, the shared text once and without a warning
     let c = EmbeddingCache::open_part(&dir, e.model_id(), e.dim(), Some("0-of-1")).unwrap();
     assert!(c.repairs().is_none(), "{:?}", c.repairs());
@@ -917,7 +946,7 @@ fn parts_of_one_cache_are_read_by_every_writer_and_merged_into_the_main_file() {
     assert_eq!(c.len(), 3);
     // the main writer takes the parts in at its next save and removes them
     let mut main = EmbeddingCache::open(&dir, e.model_id(), e.dim()).unwrap();
-    embed_cached(&e, &mut main, &["gamma"], &mut |_| {}).unwrap();
+    embed_cached(&e, &mut main, Role::Passage, &["gamma"], &mut |_| {}).unwrap();
     let files: Vec<String> = std::fs::read_dir(&dir)
         .unwrap()
         .flatten()

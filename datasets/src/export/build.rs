@@ -12,14 +12,15 @@ use super::{
     Chunk, ChunkText, EmbedFn, ExportStats, ExternalTables, Part, Parts, PrepareConfig,
     QueryRecord, Source,
 };
-use crate::enrich;
+use crate::enrich::{self, KgStats};
 use crate::error::{Error, Result};
 use crate::lexical::{Bm25Parts, Tokenizer};
+use crate::model::Role;
 use crate::model::{
     question_pieces, Passage, Question, QuestionPiece, Span, SpannedDataset, SubQuestion,
 };
 use crate::parquet_io as pq;
-use crate::simgraph::SimGraph;
+use crate::simgraph::{SimGraph, SimGraphBuild};
 use crate::tokens::heuristic_tokens;
 use crate::vectors_file::{VectorSet, VectorTable};
 
@@ -97,6 +98,69 @@ pub(super) fn build(
     graph_scratch: Option<&Path>,
     out: Option<&Path>,
 ) -> Result<Built> {
+    let corpus = resolve(source, spanned, config, out)?;
+    let bm25 = bm25_stage(&corpus.texts, config, out)?;
+    let (kg_stats, kg_columns) = kg_stage(&corpus.texts, config, out)?;
+    // a build that writes the corpus embeds its passages a slice of rows at a time as it
+    // writes them (only one slice's vectors are held); an embed-only pass embeds them here
+    let by_slice = out.is_some();
+    let mut v = vector_sets(&corpus, external, by_slice, embed)?;
+    let stats = export_stats(&corpus, bm25, kg_stats);
+    let dim = v.dim;
+    let absent = std::mem::take(&mut v.absent);
+    let keep = graph_scratch.is_some();
+    let embeddings = write_stage(out.zip(kg_columns), &corpus, v, keep, embed)?;
+    let Resolved {
+        chunks,
+        texts,
+        queries,
+        ..
+    } = corpus;
+    drop((texts, queries));
+    // no `graph_scratch`: no leg reads the graph, or an embed-only pass
+    let mut built = Built {
+        stats,
+        parts: Parts::NONE,
+        simgraph_shard: None,
+        absent_vectors: absent,
+    };
+    if let Some(scratch) = graph_scratch {
+        let sim = simgraph_stage(&chunks, &embeddings, dim, config, scratch, out)?;
+        built.stats.simgraph_edges = sim.graph.num_edges();
+        built.stats.simgraph_communities = sim.graph.num_communities();
+        built.stats.simgraph_hnsw = sim.hnsw;
+        built.simgraph_shard = sim.shard;
+        built.parts = built.parts.with(Part::SimGraph);
+    }
+    Ok(built)
+}
+
+/// The dataset resolved into the export's records: the chunks (and their texts) in passage id
+/// order, the document names, and the queries with gold and chains as chunk indices.
+struct Resolved {
+    chunks: Vec<Chunk>,
+    /// Spilled to the staging directory by a build that writes, held by an embed-only pass.
+    texts: Texts,
+    docs: Vec<String>,
+    queries: Vec<QueryRecord>,
+    chunks_with_header: usize,
+}
+
+impl Resolved {
+    /// Whether some chunk has a context header (then its content-only vectors are made too).
+    fn any_header(&self) -> bool {
+        self.chunks_with_header > 0
+    }
+}
+
+/// The first stage of a build: the config checked, the passages sorted into chunks, the spans
+/// checked and the questions resolved, and the texts spilled to `out` where the build writes.
+fn resolve(
+    source: &Source,
+    spanned: SpannedDataset,
+    config: &PrepareConfig,
+    out: Option<&Path>,
+) -> Result<Resolved> {
     let SpannedDataset { raw, spans } = spanned;
     let origin = PathBuf::from(format!("<dataset {}>", source.name));
     validate_config(config)?;
@@ -129,7 +193,6 @@ pub(super) fn build(
     // every chunk, they would be the corpus's text a second time
     let mut chunks = chunk_records(named, &texts, &docs, &spans);
     let chunks_with_header = texts.iter().filter(|t| t.header.is_some()).count();
-    let any_header = chunks_with_header > 0;
     // a build that writes reads its texts back a block at a time from here on; the ids and
     // document names read among the texts are moved off the texts' freed pages
     let texts = match out {
@@ -142,9 +205,20 @@ pub(super) fn build(
         }
         None => Texts::held(texts),
     };
+    Ok(Resolved {
+        chunks,
+        texts,
+        docs,
+        queries,
+        chunks_with_header,
+    })
+}
 
+/// The stage `bm25`: the index's parts built over the chunks' full texts and written to `out`;
+/// its term and posting counts.
+fn bm25_stage(texts: &Texts, config: &PrepareConfig, out: Option<&Path>) -> Result<(usize, usize)> {
     let tokenizer = Tokenizer::english();
-    let (bm25_terms, bm25_postings) = crate::stages::timed("bm25", || {
+    crate::stages::timed("bm25", || {
         // the parts are written as they are: the impacts a search reads are computed at load
         let mut failed = None;
         let bm25 = Bm25Parts::build(texts.full_texts(&mut failed), &tokenizer, config.bm25);
@@ -154,75 +228,130 @@ pub(super) fn build(
         out.map(|dir| super::write::write_bm25(dir, &bm25))
             .transpose()?;
         Ok::<_, Error>((bm25.terms.len(), bm25.post_chunk.len()))
-    })?;
-    let (kg_stats, kg_columns) = crate::stages::timed("kg", || {
-        let kg = enrich::build_blocks(&texts, &config.enrich)?;
+    })
+}
+
+/// The stage `kg`: the knowledge graph built and written to `out`; its counts, and the columns
+/// the corpus file carries of it where the build writes.
+fn kg_stage(
+    texts: &Texts,
+    config: &PrepareConfig,
+    out: Option<&Path>,
+) -> Result<(KgStats, Option<enrich::CorpusColumns>)> {
+    crate::stages::timed("kg", || {
+        let kg = enrich::build_blocks(texts, &config.enrich)?;
         out.map(|dir| enrich::write_kg(dir, &kg)).transpose()?;
         // what the corpus file carries of the graph is kept for it; the rest is dropped
         Ok::<_, Error>((kg.stats(), out.map(|_| enrich::CorpusColumns::new(kg))))
-    })?;
+    })
+}
 
+/// The stage `embed`: the vector sets from the embedder, or from the `external` files; the
+/// embedder's passage vectors are left to the corpus's write where `by_slice`.
+fn vector_sets(
+    corpus: &Resolved,
+    external: Option<&ExternalTables>,
+    by_slice: bool,
+    embed: &mut EmbedFn<'_>,
+) -> Result<VectorSets> {
+    let Resolved {
+        chunks,
+        texts,
+        queries,
+        ..
+    } = corpus;
+    let any_header = corpus.any_header();
     let sub_texts: Vec<Option<Vec<String>>> = queries
         .iter()
         .map(|q| q.decomposition.as_deref().map(subquery_texts))
         .collect();
-    // a build that writes the corpus embeds its passages a slice of rows at a time as it
-    // writes them (only one slice's vectors are held); an embed-only pass embeds them here
-    let by_slice = out.is_some();
     let v = crate::stages::timed("embed", || match external {
-        None => embedded(&texts, &queries, &sub_texts, any_header, by_slice, embed),
-        Some(x) => from_files(x, &chunks, &queries, any_header),
+        None => embedded(texts, queries, &sub_texts, any_header, by_slice, embed),
+        Some(x) => from_files(x, chunks, queries, any_header),
     })?;
     drop(sub_texts);
-    let stats = ExportStats {
+    Ok(v)
+}
+
+/// The export's counts, but for the similarity graph's (zero until it is built).
+fn export_stats(corpus: &Resolved, bm25: (usize, usize), kg: KgStats) -> ExportStats {
+    let Resolved {
+        chunks,
+        docs,
+        queries,
+        chunks_with_header,
+        ..
+    } = corpus;
+    let (bm25_terms, bm25_postings) = bm25;
+    ExportStats {
         chunks: chunks.len(),
         documents: docs.len(),
         queries: queries.len(),
         gold_chunks: queries.iter().map(|q| q.gold.len()).sum(),
         queries_with_chain: queries.iter().filter(|q| q.chain.is_some()).count(),
-        graded_gold: super::write::graded_gold(&queries),
-        chunks_with_header,
+        graded_gold: super::write::graded_gold(queries),
+        chunks_with_header: *chunks_with_header,
         chunks_with_span: Some(chunks.iter().filter(|c| c.span.is_some()).count()),
         bm25_terms,
         bm25_postings,
-        kg: kg_stats,
+        kg,
         simgraph_edges: 0,
         simgraph_communities: 0,
         simgraph_hnsw: None,
-    };
+    }
+}
+
+/// The stage `write`, given the staging directory and the knowledge graph's corpus columns
+/// (`None`: an embed-only pass, which writes nothing): the queries, then the corpus with its
+/// vectors. Gives back every passage vector, for the similarity graph: those held, or those
+/// embedded a slice at a time as the corpus is written, kept where `keep` (empty otherwise).
+fn write_stage(
+    out: Option<(&Path, enrich::CorpusColumns)>,
+    corpus: &Resolved,
+    v: VectorSets,
+    keep: bool,
+    embed: &mut EmbedFn<'_>,
+) -> Result<Vec<f32>> {
     let VectorSets {
         dim,
         passages,
         queries: query_embeddings,
         subqueries,
-        absent,
+        ..
     } = v;
+    let Resolved {
+        chunks,
+        texts,
+        docs,
+        queries,
+        ..
+    } = corpus;
+    let any_header = corpus.any_header();
     // the similarity graph is built over every passage vector: kept as they are embedded, in
     // a buffer of their exact size (grown by doubling, it could hold twice the vectors)
-    let mut kept = match (&passages, graph_scratch) {
-        (Passages::BySlice, Some(_)) => Vec::with_capacity(chunks.len() * dim),
+    let mut kept = match (&passages, keep) {
+        (Passages::BySlice, true) => Vec::with_capacity(chunks.len() * dim),
         _ => Vec::new(),
     };
-    if let (Some(dir), Some(kg_columns)) = (out, kg_columns) {
+    if let Some((dir, kg_columns)) = out {
         crate::stages::timed("write", || {
             // the queries first: their vectors are dropped before the corpus's are made
             super::write::write_queries(
                 dir,
-                &chunks,
-                &docs,
-                &queries,
+                chunks,
+                docs,
+                queries,
                 dim,
                 &query_embeddings,
                 &subqueries,
             )?;
             drop((query_embeddings, subqueries));
             let corpus = super::write::Corpus {
-                chunks: &chunks,
-                texts: &texts,
-                docs: &docs,
+                chunks,
+                texts,
+                docs,
                 kg_columns,
             };
-            let keep = graph_scratch.is_some();
             super::write::write_corpus(dir, corpus, |rows, slice| match &passages {
                 Passages::Held {
                     embeddings,
@@ -247,32 +376,28 @@ pub(super) fn build(
             })
         })?;
     }
-    let embeddings = match passages {
+    Ok(match passages {
         Passages::Held { embeddings, .. } => embeddings,
         Passages::BySlice => kept,
-    };
-    drop((texts, queries));
-    // no `graph_scratch`: no leg reads the graph, or an embed-only pass
-    let mut built = Built {
-        stats,
-        parts: Parts::NONE,
-        simgraph_shard: None,
-        absent_vectors: absent,
-    };
-    if let Some(scratch) = graph_scratch {
-        let ids: Vec<&str> = chunks.iter().map(|c| c.id.as_str()).collect();
-        let sim = crate::stages::timed("simgraph", || {
-            let sim = SimGraph::build_with(&embeddings, dim, &config.simgraph, &ids, scratch)?;
-            out.map(|dir| sim.graph.write(dir)).transpose()?;
-            Ok::<_, Error>(sim)
-        })?;
-        built.stats.simgraph_edges = sim.graph.num_edges();
-        built.stats.simgraph_communities = sim.graph.num_communities();
-        built.stats.simgraph_hnsw = sim.hnsw;
-        built.simgraph_shard = sim.shard;
-        built.parts = built.parts.with(Part::SimGraph);
-    }
-    Ok(built)
+    })
+}
+
+/// The stage `simgraph`: the similarity graph over every passage vector (`embeddings`, in
+/// chunk order), its HNSW index built under `scratch`, the graph written to `out`.
+fn simgraph_stage(
+    chunks: &[Chunk],
+    embeddings: &[f32],
+    dim: usize,
+    config: &PrepareConfig,
+    scratch: &Path,
+    out: Option<&Path>,
+) -> Result<SimGraphBuild> {
+    let ids: Vec<&str> = chunks.iter().map(|c| c.id.as_str()).collect();
+    crate::stages::timed("simgraph", || {
+        let sim = SimGraph::build_with(embeddings, dim, &config.simgraph, &ids, scratch)?;
+        out.map(|dir| sim.graph.write(dir)).transpose()?;
+        Ok::<_, Error>(sim)
+    })
 }
 
 /// Checks the prepare config's similarity-graph and enrichment sections first, so a bad value
@@ -510,12 +635,16 @@ fn embedded(
         let embeddings = {
             let full: Vec<String> = texts.iter().map(ChunkText::full_text).collect();
             let refs: Vec<&str> = full.iter().map(String::as_str).collect();
-            flatten((embed.embed)(&refs, "passages")?, dim, "passages")?
+            flatten(
+                (embed.embed)(&refs, Role::Passage, "passages")?,
+                dim,
+                "passages",
+            )?
         };
         let content = if any_header {
             let content: Vec<&str> = texts.iter().map(|t| t.text.as_str()).collect();
             Some(flatten(
-                (embed.embed)(&content, "passages (content only)")?,
+                (embed.embed)(&content, Role::Passage, "passages (content only)")?,
                 dim,
                 "content",
             )?)
@@ -528,12 +657,20 @@ fn embedded(
         }
     };
     let qtexts: Vec<&str> = queries.iter().map(|q| q.text.as_str()).collect();
-    let query_embeddings = flatten((embed.embed)(&qtexts, "queries")?, dim, "queries")?;
+    let query_embeddings = flatten(
+        (embed.embed)(&qtexts, Role::Query, "queries")?,
+        dim,
+        "queries",
+    )?;
     let all = all_subs(sub_texts);
     let flat_subs = if all.is_empty() {
         Vec::new()
     } else {
-        flatten((embed.embed)(&all, "sub-queries")?, dim, "sub-queries")?
+        flatten(
+            (embed.embed)(&all, Role::Query, "sub-queries")?,
+            dim,
+            "sub-queries",
+        )?
     };
     let subqueries = split_subs(&flat_subs, sub_texts, dim);
     Ok(VectorSets {
@@ -565,12 +702,12 @@ fn embed_slice(
     let embeddings = {
         let full: Vec<String> = texts.iter().map(ChunkText::full_text).collect();
         let refs: Vec<&str> = full.iter().map(String::as_str).collect();
-        let vectors = (embed.embed)(&refs, &label("passages"))?;
+        let vectors = (embed.embed)(&refs, Role::Passage, &label("passages"))?;
         flatten_from(vectors, first, dim, "passages")?
     };
     let content = if any_header {
         let content: Vec<&str> = texts.iter().map(|t| t.text.as_str()).collect();
-        let vectors = (embed.embed)(&content, &label("passages (content only)"))?;
+        let vectors = (embed.embed)(&content, Role::Passage, &label("passages (content only)"))?;
         Some(flatten_from(vectors, first, dim, "content")?)
     } else {
         None

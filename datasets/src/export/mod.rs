@@ -87,6 +87,7 @@ use serde::{Deserialize, Serialize};
 use crate::enrich::{self, EnrichConfig, KgIndex, KgStats, KnowledgeGraph};
 use crate::error::Result;
 use crate::lexical::{Bm25Index, Bm25Params};
+use crate::model::Role;
 use crate::model::{RawDataset, Span, SpannedDataset, SubQuestion, Turn};
 use crate::protocol::{Joiner, Protocol};
 use crate::simgraph::{SimGraph, SimGraphConfig, SIMGRAPH_FILES};
@@ -126,10 +127,11 @@ pub struct EmbedFn<'a> {
     pub model_id: String,
     /// Vector dimension.
     pub dim: usize,
-    /// Embeds texts, one L2-normalised vector per text, in order. The second argument is a
-    /// label for progress reporting ("passages", "queries").
+    /// Embeds texts of a role (queries and sub-queries as queries, passages as passages: a
+    /// model with prompts gives each its own), one vector per text, in order. The last
+    /// argument is a label for progress reporting ("passages", "queries").
     #[allow(clippy::type_complexity)]
-    pub embed: Box<dyn FnMut(&[&str], &str) -> Result<Vec<Vec<f32>>> + 'a>,
+    pub embed: Box<dyn FnMut(&[&str], Role, &str) -> Result<Vec<Vec<f32>>> + 'a>,
 }
 
 /// What prepare needs to know about where a dataset came from.

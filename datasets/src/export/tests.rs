@@ -45,7 +45,7 @@ fn fake(dim: usize, calls: std::rc::Rc<std::cell::Cell<usize>>) -> EmbedFn<'stat
     EmbedFn {
         model_id: "fake@0".into(),
         dim,
-        embed: Box::new(move |texts, _| {
+        embed: Box::new(move |texts, _, _| {
             calls.set(calls.get() + texts.len());
             Ok(texts
                 .iter()
@@ -443,7 +443,12 @@ fn export_round_trips_simgraph_and_subquery_vectors() {
     let subs = e.subquery_vectors(0).unwrap().unwrap();
     assert_eq!(subs.len(), 2);
     let mut f = fake(8, calls);
-    let want = (f.embed)(&["who founded the company", "where was Alpha born"], "x").unwrap();
+    let want = (f.embed)(
+        &["who founded the company", "where was Alpha born"],
+        crate::model::Role::Query,
+        "x",
+    )
+    .unwrap();
     assert_eq!(subs[0], &want[0][..]);
     assert_eq!(subs[1], &want[1][..]);
     assert!(e.subquery_embeddings().unwrap()[1].is_none());
@@ -1231,11 +1236,11 @@ fn passages_embedded_a_slice_at_a_time_are_the_vectors_of_one_call() {
         let dir = tmp.path().join(name);
         let sizes = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
         let mut model = fake(8, std::rc::Rc::new(std::cell::Cell::new(0)));
-        let mut inner = std::mem::replace(&mut model.embed, Box::new(|_, _| unreachable!()));
+        let mut inner = std::mem::replace(&mut model.embed, Box::new(|_, _, _| unreachable!()));
         let seen = sizes.clone();
-        model.embed = Box::new(move |texts, label| {
+        model.embed = Box::new(move |texts, role, label| {
             seen.borrow_mut().push((label.to_string(), texts.len()));
-            inner(texts, label)
+            inner(texts, role, label)
         });
         prepare_in_groups(with_header(), &mut model, &dir, group).unwrap();
         let e = load(&dir).unwrap();
@@ -1281,10 +1286,10 @@ fn a_bad_vector_in_a_later_slice_names_its_chunk_in_the_whole_corpus() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("bad");
     let mut model = fake(8, std::rc::Rc::new(std::cell::Cell::new(0)));
-    let mut inner = std::mem::replace(&mut model.embed, Box::new(|_, _| unreachable!()));
+    let mut inner = std::mem::replace(&mut model.embed, Box::new(|_, _, _| unreachable!()));
     // chunk `c` (the third by id) gets a vector of the wrong width
-    model.embed = Box::new(move |texts, label| {
-        let mut v = inner(texts, label)?;
+    model.embed = Box::new(move |texts, role, label| {
+        let mut v = inner(texts, role, label)?;
         for (t, v) in texts.iter().zip(&mut v) {
             if t.contains("unrelated") {
                 v.truncate(5);

@@ -60,7 +60,7 @@ pub const BUILT: bool = cfg!(feature = "qdrant");
 /// each closed before the next is built, and searched together. Qdrant's build holds every
 /// vector of what it builds twice over (the segment the points were upserted into and the
 /// indexed one it is copied into) with the graph beside them: the build of a million 384-wide
-/// vectors peaked at 4,758 MiB in one part, 2,988 MiB in two (docs/src/scale.md, "The shard
+/// vectors peaked at 4,758 MiB in one part, 2,988 MiB in two (docs/src/scale-history.md, "The shard
 /// built in parts"). Each part costs a search per query.
 pub const PART_POINTS: usize = 1 << 19;
 

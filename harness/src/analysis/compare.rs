@@ -23,10 +23,10 @@ use std::path::Path;
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::analysis::stats;
-use crate::pipeline::campaign::StatsConfig;
-use crate::pipeline::evaluate::metric_names;
-use crate::report::markdown::collect_summaries;
+use crate::measure::metrics::metric_names;
+use crate::measure::stats;
+use crate::measure::stats_config::StatsConfig;
+use crate::store::collect::collect_summaries;
 use crate::store::summary::{read_records, verify_cell, CellPaths, CellSummary, Status};
 
 /// A cell's verdict.
@@ -382,7 +382,7 @@ pub fn compare_legs_by(
         anyhow::bail!("{dataset}: {a} and {b} have different query lists");
     }
     let column = match by {
-        "intent" => format!("note:{}", crate::analysis::breakdown::INTENT_ANNOTATION),
+        "intent" => format!("note:{}", crate::measure::breakdown::INTENT_ANNOTATION),
         other if other.starts_with("note:") || other.starts_with("label:") => other.to_string(),
         other => format!("label:{other}"),
     };
@@ -468,7 +468,7 @@ pub fn compare_legs_by(
 /// The comparison as a text table (one line per cell, then the metrics that moved).
 pub fn table(c: &Comparison) -> String {
     let mut out = String::new();
-    let headline = crate::analysis::metrics::headline();
+    let headline = crate::measure::metrics::headline();
     let (name, label) = (headline.name(), headline.label());
     let _ = writeln!(out, "A = {}\nB = {}\n", c.a, c.b);
     let _ = writeln!(

@@ -1,5 +1,5 @@
 //! `hopbench eval RUN QRELS`: scores any system's run against TREC qrels with the harness's own
-//! metric code ([`crate::analysis::metrics`]), trec_eval-style: no campaign, no export, no model.
+//! metric code ([`crate::measure::metrics`]), trec_eval-style: no campaign, no export, no model.
 //!
 //! What is measured: every metric of [`metrics::measured_from_qrels`] (those a ranking and
 //! judgements define alone: recall@k for the campaign's `recall_k`, nDCG@10, MRR@10), per query,
@@ -38,9 +38,9 @@ use hopbench_datasets::runfile::{self, At, RunFormat};
 use hopbench_datasets::Error as DataError;
 use serde::Serialize;
 
-use crate::analysis::measures::Graded;
-use crate::analysis::metrics::{self, At as Metric, Judged};
-use crate::pipeline::campaign::StatsConfig;
+use crate::measure::measures::Graded;
+use crate::measure::metrics::{self, At as Metric, Judged};
+use crate::measure::stats_config::StatsConfig;
 
 mod source;
 pub use source::{QrelsFile, QrelsSource, RunFile, RunSource};

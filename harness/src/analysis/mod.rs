@@ -1,10 +1,6 @@
-//! What is computed from cells and run files: the metrics (the one `METRICS` table),
-//! statistics, paired comparisons, breakdowns by group, equal-spend curves and `eval`.
+//! What is computed from stored cells and run files: paired comparisons of runs and legs,
+//! equal-spend comparisons of budget curves, and `eval` of a user's run file.
 
-pub mod breakdown;
 pub mod compare;
 pub mod eval;
-pub mod measures;
-pub mod metrics;
 pub mod spend;
-pub mod stats;

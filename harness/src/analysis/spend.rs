@@ -16,8 +16,8 @@ use std::path::Path;
 use anyhow::{bail, Result};
 use serde::Serialize;
 
-use crate::analysis::stats;
-use crate::pipeline::campaign::StatsConfig;
+use crate::measure::stats;
+use crate::measure::stats_config::StatsConfig;
 use crate::pipeline::curve;
 use crate::store::summary::MetricColumns;
 
@@ -116,7 +116,7 @@ pub fn compare_across(
     (db, b): (&str, &str),
     cfg: &StatsConfig,
 ) -> Result<SpendComparison> {
-    if cfg.ci == crate::pipeline::campaign::CiMode::Off {
+    if cfg.ci == crate::measure::stats_config::CiMode::Off {
         bail!("compare-spend reports paired CIs, and the campaign sets `stats.ci: off`");
     }
     let (ja, pa) = curve::paths(results, dataset, a);

@@ -18,13 +18,13 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use hopbench_datasets::embed::{self, Embedder, HashingEmbedder, TextEmbedder};
+use hopbench_datasets::embed::{self, Embedder, HashingEmbedder, Role, TextEmbedder};
 use hopbench_datasets::export::Export;
 use hopbench_datasets::lexical::{Bm25Index, Tokenizer};
 use hopbench_legs::QueryInput;
 use serde::Serialize;
 
-use crate::analysis::metrics;
+use crate::measure::metrics;
 use crate::pipeline::campaign::Campaign;
 use crate::pipeline::data::{self, DataSettings, DatasetState};
 
@@ -236,13 +236,13 @@ pub fn prepare(
     };
     let repeat = opts.repeat.max(1);
     if repeat > 1 {
-        std::hint::black_box(embedder.embed(&refs, &mut |_| {})?);
+        std::hint::black_box(embedder.embed(&refs, Role::Passage, &mut |_| {})?);
     }
     let mut passes = Vec::with_capacity(repeat);
     let mut v = Vec::new();
     for _ in 0..repeat {
         let t = Instant::now();
-        v = embedder.embed(&refs, &mut |_| {})?;
+        v = embedder.embed(&refs, Role::Passage, &mut |_| {})?;
         passes.push(t.elapsed().as_secs_f64());
     }
     if v.len() != n {

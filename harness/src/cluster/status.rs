@@ -14,8 +14,8 @@ use std::fmt::Write as _;
 use anyhow::Result;
 use hopbench_datasets::export;
 
+use crate::measure::contract::Contract;
 use crate::pipeline::campaign::Campaign;
-use crate::pipeline::contract::Contract;
 use crate::pipeline::matrix;
 use crate::pipeline::settings::MatrixSettings;
 use crate::store::summary::{self, CellPaths, Status};
@@ -44,7 +44,7 @@ impl CellState {
 pub fn cells(campaign: &Campaign, s: &MatrixSettings) -> Result<Vec<(String, String, CellState)>> {
     let contract = Contract::current();
     let names =
-        crate::pipeline::evaluate::metric_names(&campaign.recall_k, &campaign.extra_measures());
+        crate::measure::metrics::metric_names(&campaign.recall_k, &campaign.extra_measures());
     let mut out = Vec::new();
     let mut loaded: Option<(String, Option<export::Export>)> = None;
     for (dataset, leg) in matrix::planned_cells(s) {

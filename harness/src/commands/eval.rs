@@ -9,7 +9,8 @@ use clap::Args;
 
 use super::{Command, Task};
 use crate::analysis::eval;
-use crate::pipeline::campaign::{Campaign, CiMode, EMBEDDED};
+use crate::measure::stats_config::CiMode;
+use crate::pipeline::campaign::{Campaign, EMBEDDED};
 use crate::pipeline::settings::{Overrides, Settings};
 
 /// Score a run file (TREC, JSON or parquet) against TREC qrels with hopbench's metrics, mean
@@ -143,7 +144,7 @@ impl Command for Eval {
             None
         } else {
             Some(
-                crate::analysis::metrics::At::parse_list(&self.measures)
+                crate::measure::metrics::At::parse_list(&self.measures)
                     .map_err(|e| anyhow::anyhow!("-m: {e}"))?,
             )
         };

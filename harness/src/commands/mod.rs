@@ -311,7 +311,7 @@ impl CommonArgs {
     /// The lock of a command that may run as one part of a sharded run (`--shard`): the parts
     /// hold it shared, beside each other, because each writes files of its own; a whole run
     /// holds it alone.
-    pub fn lock_for(&self, shard: Option<crate::cluster::shard::Shard>) -> Lock {
+    pub fn lock_for(&self, shard: Option<crate::pipeline::shard::Shard>) -> Lock {
         Lock {
             wait: !self.no_wait,
             mode: match shard {

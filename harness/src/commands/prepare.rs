@@ -23,7 +23,7 @@ pub struct Prepare {
     /// Embed only part I of N (I from 0) of the datasets' texts into the embedding cache,
     /// beside the other parts (a Slurm array task), and write no export.
     #[arg(long)]
-    pub shard: Option<crate::cluster::shard::Shard>,
+    pub shard: Option<crate::pipeline::shard::Shard>,
 }
 
 impl Command for Prepare {
@@ -53,7 +53,7 @@ impl Command for Prepare {
 fn embed_parts(
     s: &Settings,
     names: &[String],
-    shard: crate::cluster::shard::Shard,
+    shard: crate::pipeline::shard::Shard,
     progress: bool,
 ) -> Result<()> {
     let data = data::DataSettings {

@@ -1,4 +1,4 @@
-//! `hopbench run-matrix`.
+//! `hopbench run-matrix`: runs the matrix, prints its table and writes `matrix.md` and the report.
 
 use std::process::ExitCode;
 
@@ -8,6 +8,10 @@ use clap::Args;
 use super::{at_least_one, resolved, Command, Lock, MatrixArgs, Task};
 use crate::pipeline::matrix::{self, CellOutcome};
 use crate::pipeline::settings::{Overrides, RunFlags, Settings};
+use crate::report::markdown;
+use crate::store::collect::trusted_summaries;
+use crate::store::fsx::write_atomic;
+use crate::store::summary::CellSummary;
 
 /// Run every selected leg on every selected dataset and write one cached cell each.
 #[derive(Args, Debug)]
@@ -40,7 +44,7 @@ pub struct RunMatrix {
     /// Run only part I of N (I from 0) of the selected cells, beside the other parts (a Slurm
     /// array task); no matrix.md: an unsharded run afterwards finds every cell cached.
     #[arg(long)]
-    pub shard: Option<crate::cluster::shard::Shard>,
+    pub shard: Option<crate::pipeline::shard::Shard>,
     /// Run only these cells of the selection: a comma list of DATASET/LEG.
     #[arg(long)]
     pub cells: Option<String>,
@@ -77,6 +81,17 @@ impl Command for RunMatrix {
         let m = s.matrix.as_ref().expect("run-matrix resolves its settings");
         let started = std::time::Instant::now();
         let cells = matrix::run(&s.campaign, m)?;
+        let summaries: Vec<CellSummary> = cells.iter().map(|(c, _)| c.clone()).collect();
+        let table = markdown::matrix_table(&summaries);
+        out!("{}{table}", markdown::non_semantic_line(&summaries));
+        // a part writes only its own cells: the whole matrix is the unsharded run's to write
+        if m.shard.is_none() {
+            let all = trusted_summaries(&m.results)?;
+            write_atomic(
+                &m.results.join("matrix.md"),
+                markdown::matrix_markdown(&all).as_bytes(),
+            )?;
+        }
         let count = |o: CellOutcome| cells.iter().filter(|(_, x)| *x == o).count();
         eprintln!(
             "{} cells: {} computed, {} cached, {} missing inputs; {:.2} s; matrix written to {}",

@@ -9,10 +9,20 @@ use clap::Args;
 use super::{exclusive_benchmark, resolved, Command, CommonArgs};
 use crate::pipeline::settings::Settings;
 
-/// Serve a leg's dense side through Qdrant's HNSW at several `hnsw_ef` (and quantisations:
-/// `--quantization none,int8,binary`) and measure what changes against the exact engine: ANN
-/// recall@10, gate agreement, paired metric differences with CIs, latency (needs the `qdrant`
-/// build feature).
+/// Serve a leg's dense side through another engine of the registry (a served engine such as
+/// the HNSW one, at each variant of its group: `--vary`) and measure what changes against the
+/// exact engine: ANN recall@10, gate agreement, paired metric differences with CIs, latency.
+///
+/// The served engine is named as a campaign names it, a YAML flow map under `--engine`; each
+/// `--vary KEY=V1,V2,...` serves every value of a key of its group, and several `--vary` flags
+/// serve their product (the first outermost, at most 64 variants). Every path is the campaign's
+/// leg with only its `dense` group changed; the reference path has it removed (the dense side's
+/// built-in engine). An index the engine builds over the export is built on the first run and
+/// reused after (the report says which, and what each cost). For example, the HNSW engine
+/// (needs the `qdrant` build feature) at four beam widths, float32 and int8:
+///
+/// hopbench serving-parity --dataset D --engine '{engine: qdrant}' --vary hnsw_ef=16,64,128,512
+/// --vary quantization=none,int8
 #[derive(Args, Debug)]
 pub struct ServingParity {
     #[command(flatten)]
@@ -23,30 +33,15 @@ pub struct ServingParity {
     /// The campaign leg whose dense side is served (it must have one).
     #[arg(long, default_value = "graph_rescue")]
     pub leg: String,
-    /// Comma list of search beam widths.
-    #[arg(long, value_delimiter = ',', default_value = "16,64,128,512")]
-    pub hnsw_ef: Vec<usize>,
-    /// HNSW links per node.
-    #[arg(long, default_value_t = 16)]
-    pub m: usize,
-    /// HNSW build beam width.
-    #[arg(long, default_value_t = 100)]
-    pub ef_construct: usize,
-    /// Vectors and graph memory-mapped from disk.
-    #[arg(long)]
-    pub on_disk: bool,
-    /// The most points one graph holds; a larger shard is built as several graphs, each
-    /// walked per query.
-    #[arg(long, default_value_t = hopbench_datasets::hnsw::PART_POINTS)]
-    pub part_points: usize,
-    /// Comma list of shard quantisations, each served and compared: none (float32), int8
-    /// (a byte per value), binary (a bit per value).
-    #[arg(long, value_delimiter = ',', default_value = "none", value_parser = quantization)]
-    pub quantization: Vec<hopbench_datasets::hnsw::Quantization>,
-    /// Over a quantised shard, candidates per hit taken from the compressed walk and rescored
-    /// with the original vectors (default: Qdrant's, 1).
-    #[arg(long)]
-    pub oversampling: Option<f64>,
+    /// The served dense side's group, a YAML flow map as a campaign writes it: `{engine: NAME,
+    /// KEY: VALUE, ...}`, NAME an engine answering the dense side other than its built-in one.
+    #[arg(long, value_name = "GROUP")]
+    pub engine: String,
+    /// Serve each value of a key of the engine's group (each value read as YAML: `16` a number,
+    /// `int8` a string, `true` a boolean, `[a, b]` a list). Repeatable: the variants are the
+    /// product, the first --vary outermost, values in the order given.
+    #[arg(long, value_name = "KEY=V1,V2,...")]
+    pub vary: Vec<String>,
     /// Compare over the first N queries only (a large corpus's exact scan is slow).
     #[arg(long)]
     pub limit: Option<usize>,
@@ -67,11 +62,13 @@ impl Command for ServingParity {
     }
 }
 
-/// A build without Qdrant's engine says so before it opens anything.
+/// The flags are read (and every variant's group through the engine registry, an engine this
+/// build lacks saying how to get it) before any export is opened.
 fn run(s: &Settings, a: &ServingParity) -> Result<()> {
-    use hopbench_legs::engine::{EngineKind, QdrantSpec};
-    QdrantSpec::BUILT.map_err(|e| anyhow::anyhow!("serving-parity: {e}"))?;
+    use crate::bench::parity;
+    let served = parity::served(&a.engine, &a.vary)?;
     let campaign = &s.campaign;
+    let plan = parity::prepare(campaign, &a.leg, served, a.repeat, a.limit)?;
     let name =
         &crate::pipeline::campaign::select(&a.dataset, campaign.datasets.keys(), "dataset")?[0];
     // the engines compared search the export's vectors: no optional part is read
@@ -81,40 +78,17 @@ fn run(s: &Settings, a: &ServingParity) -> Result<()> {
         &s.data,
         hopbench_datasets::export::Parts::NONE,
     )?;
-    let plan = crate::bench::parity::Plan {
-        efs: a.hnsw_ef.clone(),
-        quantizations: a.quantization.clone(),
-        oversampling: a.oversampling,
-        build: hopbench_datasets::hnsw::HnswSettings {
-            m: a.m,
-            ef_construct: a.ef_construct,
-            on_disk: a.on_disk,
-            quantization: hopbench_datasets::hnsw::Quantization::None,
-            part_points: a.part_points,
-        },
-        repeat: a.repeat,
-        limit: a.limit,
-    };
-    let p = crate::bench::parity::run(campaign, name, &export, &a.leg, &plan, &s.data)?;
-    out!("{}", crate::bench::parity::markdown(&p).trim_end());
+    let p = parity::run(campaign, name, &export, &plan, &s.data)?;
+    out!("{}", parity::markdown(&p).trim_end());
     let dir = a.out.clone().unwrap_or_else(|| s.results.join("parity"));
-    let mut paths = crate::bench::parity::write(&dir, &p)?;
+    let mut paths = parity::write(&dir, &p)?;
     paths.extend(crate::bench::parity_plot::write(
         &dir,
-        &crate::bench::parity::stem(&p),
+        &parity::stem(&p),
         &p,
     )?);
     for path in paths {
         eprintln!("wrote {}", path.display());
     }
     Ok(())
-}
-
-/// `--quantization`'s values, as a campaign spells them.
-fn quantization(s: &str) -> std::result::Result<hopbench_datasets::hnsw::Quantization, String> {
-    use hopbench_datasets::hnsw::Quantization;
-    [Quantization::None, Quantization::Int8, Quantization::Binary]
-        .into_iter()
-        .find(|q| q.name() == s)
-        .ok_or_else(|| format!("`{s}` is not a quantization: none, int8 or binary"))
 }

@@ -15,6 +15,7 @@ use hopbench_datasets::formats::{self, Format};
 use hopbench_datasets::synthetic::SyntheticConfig;
 use hopbench_legs::registry::LegSpec;
 
+use crate::measure::stats_config::StatsConfig;
 use crate::pipeline::yaml;
 use serde::{Deserialize, Serialize};
 
@@ -227,99 +228,6 @@ fn default_results() -> String {
     "results".into()
 }
 
-/// Statistical settings for summaries and comparisons.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct StatsConfig {
-    /// Bootstrap resamples.
-    pub resamples: usize,
-    /// Randomization-test permutations.
-    pub permutations: usize,
-    /// Seed of both (fixed: identical numbers on every machine).
-    pub seed: u64,
-    /// `off`: no confidence intervals and no p-values anywhere (summaries, curves, compare),
-    /// for quick looks; the only way to get none, since too few draws are refused.
-    #[serde(default, skip_serializing_if = "CiMode::is_on")]
-    pub ci: CiMode,
-}
-
-/// Whether the campaign computes confidence intervals and p-values.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum CiMode {
-    /// Bootstrap CIs and randomization p-values (the default).
-    #[default]
-    On,
-    /// None.
-    Off,
-}
-
-impl CiMode {
-    fn is_on(&self) -> bool {
-        *self == CiMode::On
-    }
-}
-
-impl Default for StatsConfig {
-    fn default() -> Self {
-        StatsConfig {
-            resamples: 2_000,
-            permutations: 10_000,
-            seed: 20_261_129,
-            ci: CiMode::On,
-        }
-    }
-}
-
-/// Every statistic a cell or a comparison reports goes through these, so `ci: off` turns them
-/// all off in one place. `None`: off, or the sample is too small for the statistic.
-impl StatsConfig {
-    /// Percentile-bootstrap 95% CI of the mean of `values`.
-    pub fn mean_ci(&self, values: &[f64]) -> Option<[f64; 2]> {
-        if !self.ci.is_on() {
-            return None;
-        }
-        let c = crate::analysis::stats::bootstrap_mean_ci(values, self.resamples, 0.95, self.seed)
-            .ok()?;
-        Some([c.lo, c.hi])
-    }
-    /// [`Self::mean_ci`] of several per-query columns of one query set, in one pass (each CI
-    /// bit-identical to its own [`Self::mean_ci`]).
-    pub fn mean_cis(&self, columns: &[&[f64]]) -> Vec<Option<[f64; 2]>> {
-        if !self.ci.is_on() {
-            return vec![None; columns.len()];
-        }
-        match crate::analysis::stats::bootstrap_mean_cis(columns, self.resamples, 0.95, self.seed) {
-            Ok(cis) => cis.into_iter().map(|c| Some([c.lo, c.hi])).collect(),
-            Err(_) => columns.iter().map(|c| self.mean_ci(c)).collect(),
-        }
-    }
-    /// Paired-bootstrap 95% CI of the mean difference `b - a`.
-    pub fn paired_ci(&self, a: &[f64], b: &[f64]) -> Option<[f64; 2]> {
-        if !self.ci.is_on() {
-            return None;
-        }
-        let c = crate::analysis::stats::paired_bootstrap_ci(a, b, self.resamples, 0.95, self.seed)
-            .ok()?;
-        Some([c.lo, c.hi])
-    }
-    /// Student-t 95% CI of the mean of the paired differences.
-    pub fn t_ci(&self, diffs: &[f64]) -> Option<[f64; 2]> {
-        if !self.ci.is_on() {
-            return None;
-        }
-        let c = crate::analysis::stats::t_mean_ci(diffs, 0.95).ok()?;
-        Some([c.lo, c.hi])
-    }
-    /// Two-sided paired randomization-test p-value.
-    pub fn p_value(&self, a: &[f64], b: &[f64]) -> Option<f64> {
-        if !self.ci.is_on() {
-            return None;
-        }
-        crate::analysis::stats::randomization_test(a, b, self.permutations, self.seed).ok()
-    }
-}
-
 /// The whole campaign file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -423,9 +331,9 @@ impl Campaign {
     }
 
     /// The measures `metrics:` adds to every cell, as hopbench names them
-    /// ([`crate::analysis::metrics::extra_measures`]; checked when the campaign loads).
+    /// ([`crate::measure::metrics::extra_measures`]; checked when the campaign loads).
     pub fn extra_measures(&self) -> Vec<String> {
-        crate::analysis::metrics::extra_measures(&self.recall_k, &self.metrics).unwrap_or_default()
+        crate::measure::metrics::extra_measures(&self.recall_k, &self.metrics).unwrap_or_default()
     }
 
     /// The protocol dataset `name` is indexed under ([`crate::pipeline::protocol::of`]), or why it has
@@ -496,7 +404,7 @@ impl Campaign {
         if self.recall_k.is_empty() || self.recall_k.contains(&0) {
             bail!("field `recall_k`: needs at least one k, each >= 1");
         }
-        if let Err(e) = crate::analysis::metrics::extra_measures(&self.recall_k, &self.metrics) {
+        if let Err(e) = crate::measure::metrics::extra_measures(&self.recall_k, &self.metrics) {
             bail!("field `metrics`: {e}");
         }
         if self.budgets.is_empty() || self.budgets.contains(&0) {

@@ -20,7 +20,7 @@ use hopbench_legs::{Leg, QueryInput};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::analysis::metrics;
+use crate::measure::metrics;
 use crate::pipeline::campaign::Campaign;
 use crate::pipeline::evaluate;
 use crate::pipeline::settings::MatrixSettings;

@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use hopbench_datasets::chunk::{ChunkUnit, Chunker, CHUNKER_ID};
-use hopbench_datasets::embed::{self, Embedder, EmbeddingCache, HashingEmbedder};
+use hopbench_datasets::embed::{self, Embedder, EmbeddingCache, HashingEmbedder, Role};
 use hopbench_datasets::export::{
     self, EmbedFn, Export, KeepVectors, Parts, PrepareConfig, Prepared, Source,
 };
@@ -469,7 +469,7 @@ pub enum PartOutcome {
 }
 
 /// `prepare --shard`: embeds `shard`'s part of the texts dataset `name`'s export would embed
-/// ([`Shard::owns_text`](crate::cluster::shard::Shard::owns_text)) into the embedding cache's part file
+/// ([`Shard::owns_text`](crate::pipeline::shard::Shard::owns_text)) into the embedding cache's part file
 /// `s.cache_part` (the caller names it after the shard), and writes no export. The build runs for its embedding calls only (the
 /// other texts get placeholder vectors that are thrown away with it), so the texts are exactly
 /// those a later unsharded prepare embeds, found in the cache then.
@@ -477,7 +477,7 @@ pub fn embed_part(
     campaign: &Campaign,
     name: &str,
     s: &DataSettings,
-    shard: crate::cluster::shard::Shard,
+    shard: crate::pipeline::shard::Shard,
     progress: bool,
 ) -> Result<PartOutcome> {
     let (members, member_files) = match members_of(campaign, name, s)? {
@@ -499,7 +499,7 @@ pub fn embed_part(
     let mut embed_fn = EmbedFn {
         model_id,
         dim,
-        embed: Box::new(|texts: &[&str], label: &str| {
+        embed: Box::new(|texts: &[&str], role: Role, label: &str| {
             embedder.with(|e, c| {
                 let mut mine: Vec<&str> = texts
                     .iter()
@@ -508,14 +508,17 @@ pub fn embed_part(
                     .collect();
                 mine.sort_unstable();
                 mine.dedup();
-                let new = mine.iter().filter(|t| !c.contains(t)).count();
+                let new = mine
+                    .iter()
+                    .filter(|t| !c.contains_as(e.prompt(role), t))
+                    .count();
                 let bar = crate::pipeline::progress::Progress::new(
                     progress,
                     &format!("embed {name} {label} (part {shard})"),
                     "texts",
                     mine.len() as u64,
                 );
-                embed::embed_cached(e, c, &mine, &mut |n| bar.inc(n as u64))?;
+                embed::embed_cached(e, c, role, &mine, &mut |n| bar.inc(n as u64))?;
                 bar.finish();
                 let mut n = counts.borrow_mut();
                 n.0 += mine.len();
@@ -627,7 +630,7 @@ fn embed_fn<'a>(
         EmbedFn {
             model_id: String::new(),
             dim: 0,
-            embed: Box::new(move |_: &[&str], label: &str| {
+            embed: Box::new(move |_: &[&str], _: Role, label: &str| {
                 Err(hopbench_datasets::Error::Config {
                     context: format!("dataset {name}"),
                     message: format!("its {label} would be embedded, but its vectors come from its `vectors:` files"),
@@ -639,14 +642,14 @@ fn embed_fn<'a>(
         EmbedFn {
             model_id: embed::HASHING_MODEL_ID.to_string(),
             dim: embed::HASHING_DIM,
-            embed: Box::new(move |texts: &[&str], _: &str| Ok(hashing.embed_texts(texts))),
+            embed: Box::new(move |texts: &[&str], _: Role, _: &str| Ok(hashing.embed_texts(texts))),
         }
     } else {
         let (model_id, dim) = model_identity(s)?;
         EmbedFn {
             model_id,
             dim,
-            embed: Box::new(move |texts: &[&str], label: &str| {
+            embed: Box::new(move |texts: &[&str], role: Role, label: &str| {
                 embedder.with(|e, c| {
                     let bar = crate::pipeline::progress::Progress::new(
                         progress,
@@ -654,7 +657,7 @@ fn embed_fn<'a>(
                         "texts",
                         texts.len() as u64,
                     );
-                    let out = embed::embed_cached(e, c, texts, &mut |n| bar.inc(n as u64));
+                    let out = embed::embed_cached(e, c, role, texts, &mut |n| bar.inc(n as u64));
                     bar.finish();
                     out
                 })

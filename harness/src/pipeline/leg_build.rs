@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
-use hopbench_datasets::embed::{self, Embedder, EmbeddingCache};
+use hopbench_datasets::embed::{self, Embedder, EmbeddingCache, Role};
 use hopbench_datasets::export::Export;
 use hopbench_legs::conversation::session::TextVectors;
 use hopbench_legs::registry::LegSpec;
@@ -67,10 +67,13 @@ pub fn vectors(export: &Export, texts: &[String], data: &DataSettings) -> Result
     if let Some(r) = cache.repairs() {
         eprintln!("warning: embedding cache {r}");
     }
+    // the texts a leg retrieves with are turns and rewritten queries: they take the query prompt
+    let prompt = embed::prompt_for(model_id, &data.model_dir, Role::Query)
+        .context("the prompt of the export's model")?;
     let misses: Vec<&str> = texts
         .iter()
         .map(String::as_str)
-        .filter(|t| !cache.contains(t))
+        .filter(|t| !cache.contains_as(&prompt, t))
         .collect();
     if !misses.is_empty() {
         let found = embed::model_id_of(&data.model_dir).with_context(|| {
@@ -88,12 +91,12 @@ pub fn vectors(export: &Export, texts: &[String], data: &DataSettings) -> Result
             );
         }
         let embedder = Embedder::load(&data.model_dir)?;
-        embed::embed_cached(&embedder, &mut cache, &misses, &mut |_| {})?;
+        embed::embed_cached(&embedder, &mut cache, Role::Query, &misses, &mut |_| {})?;
     }
     let mut out = TextVectors::new(export.dim);
     for t in texts {
         let v = cache
-            .get(t)
+            .get_as(&prompt, t)
             .with_context(|| format!("the embedding cache lost the text {t:?}"))?;
         out.insert(t.clone(), v.to_vec());
     }

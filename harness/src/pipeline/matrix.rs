@@ -1,5 +1,5 @@
-//! The matrix runner: plans cells (dataset x leg), reuses cached ones, runs the rest, writes
-//! summaries, per-query records and TREC run files, and prints the matrix table.
+//! The matrix runner: plans cells (dataset x leg), reuses cached ones, runs the rest, and writes
+//! summaries, per-query records and TREC run files (the table is `run-matrix`'s to print).
 //!
 //! Queries of a cell run in parallel on a rayon pool with the pinned thread count, each query on
 //! one thread, and results are collected in dataset order: the numbers cannot depend on the
@@ -13,12 +13,13 @@ use hopbench_legs::engine::ExportRef;
 use hopbench_legs::{Leg, LegError, QueryInput};
 use rayon::prelude::*;
 
+use crate::measure::contract::Contract;
+use crate::measure::metrics::metric_names;
+use crate::measure::query::QueryResult;
 use crate::pipeline::campaign::Campaign;
-use crate::pipeline::contract::Contract;
 use crate::pipeline::data::{self, DatasetState};
-use crate::pipeline::evaluate::{self, QueryResult};
+use crate::pipeline::evaluate;
 use crate::pipeline::settings::MatrixSettings;
-use crate::report::markdown;
 use crate::store::summary::{
     self, CellInputs, CellPaths, CellSummary, Dist, Gain, Latency, Status, Timing,
 };
@@ -113,23 +114,12 @@ pub fn run(campaign: &Campaign, s: &MatrixSettings) -> Result<Vec<(CellSummary, 
             out.push(cell);
         }
     }
-    let cells: Vec<CellSummary> = out.iter().map(|(c, _)| c.clone()).collect();
-    let table = markdown::matrix_table(&cells);
-    out!("{}{table}", markdown::non_semantic_line(&cells));
-    // a part writes only its own cells: the whole matrix is the unsharded run's to write
-    if s.shard.is_none() {
-        let all = markdown::trusted_summaries(&s.results)?;
-        crate::store::fsx::write_atomic(
-            &s.results.join("matrix.md"),
-            markdown::matrix_markdown(&all).as_bytes(),
-        )?;
-    }
     Ok(out)
 }
 
 /// The cells this invocation runs, in plan order: `--cells` (those of the selected datasets
 /// and legs, in the order given) or every selected dataset x leg, then this part's share of
-/// them under `--shard` ([`crate::cluster::shard::Shard::owns_cell`] over plan positions).
+/// them under `--shard` ([`crate::pipeline::shard::Shard::owns_cell`] over plan positions).
 pub fn planned_cells(s: &MatrixSettings) -> Vec<(String, String)> {
     let plan: Vec<(String, String)> = match &s.cells {
         Some(cells) => cells
@@ -306,7 +296,7 @@ fn cached_cell(
     match summary::read_summary(&paths.summary) {
         Err(e) => not_trusted(format!("{e:#}")),
         Ok(prev) if prev.key == key && prev.status != Status::Error => {
-            let names = evaluate::metric_names(&campaign.recall_k, &campaign.extra_measures());
+            let names = metric_names(&campaign.recall_k, &campaign.extra_measures());
             match summary::verify_cell(&prev, paths, &names) {
                 Ok(()) => {
                     // a cell without numbers is reported as what it is, not as cached work
@@ -568,7 +558,7 @@ fn run_cell(
         &head.protocol,
         key,
         inputs,
-        &evaluate::metric_names(&campaign.recall_k, &campaign.extra_measures()),
+        &metric_names(&campaign.recall_k, &campaign.extra_measures()),
         &results,
         timing,
     );
@@ -593,7 +583,7 @@ fn run_queries(
         crate::pipeline::progress::Progress::new(s.progress, label, "queries", idx.len() as u64);
     // what every query is scored on, resolved once for the cell
     let measured =
-        crate::analysis::metrics::measured(&campaign.recall_k, &campaign.extra_measures());
+        crate::measure::metrics::measured(&campaign.recall_k, &campaign.extra_measures());
     let started = Instant::now();
     let results: Vec<Result<QueryResult, evaluate::QueryFailure>> = pool.install(|| {
         idx.par_iter()
@@ -615,7 +605,7 @@ fn run_queries(
 /// One query through a leg: retrieve, select, score. Single-threaded and order-fixed, so its
 /// numbers do not depend on the pool it runs in.
 fn query_result(
-    measured: &[crate::analysis::metrics::At],
+    measured: &[crate::measure::metrics::At],
     export: &Export,
     leg: &dyn Leg,
     q: usize,
@@ -689,7 +679,7 @@ fn write_computed(
         results.iter().map(|r| (r.id.as_str(), r.ranked.as_slice())),
         &format!("hopbench-{}", head.leg),
     )?;
-    let names = evaluate::metric_names(&campaign.recall_k, &campaign.extra_measures());
+    let names = metric_names(&campaign.recall_k, &campaign.extra_measures());
     summary::write_records(&paths.records, &names, &campaign.breakdown_labels, results)?;
     if let Some(t) = cell.timing.as_mut() {
         t.files = Some(summary::FileHashes::of(paths)?);

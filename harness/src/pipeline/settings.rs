@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
+use crate::measure::contract::{self, ThreadSource};
 use crate::pipeline::campaign::{select, Campaign, RunSection};
-use crate::pipeline::contract::{self, ThreadSource};
 use crate::pipeline::data::{self, DataSettings};
 
 /// Resolved settings of one `run-matrix` invocation.
@@ -39,7 +39,7 @@ pub struct MatrixSettings {
     /// Skip budget curves.
     pub no_curves: bool,
     /// `--shard I/N`: run only this part of the cells (no `matrix.md`).
-    pub shard: Option<crate::cluster::shard::Shard>,
+    pub shard: Option<crate::pipeline::shard::Shard>,
     /// `--cells`: run only these (dataset, leg) cells of the selection.
     pub cells: Option<Vec<(String, String)>>,
 }
@@ -80,7 +80,7 @@ pub struct RunFlags {
     /// `--no-curves`.
     pub no_curves: bool,
     /// `--shard I/N`.
-    pub shard: Option<crate::cluster::shard::Shard>,
+    pub shard: Option<crate::pipeline::shard::Shard>,
     /// `--cells D/L,...`.
     pub cells: Option<String>,
 }

@@ -2,6 +2,7 @@
 //! the results lock, atomic files and TREC run files.
 
 pub mod cache;
+pub mod collect;
 pub mod fsx;
 pub mod lock;
 pub mod seal;

@@ -13,9 +13,9 @@ use anyhow::{Context, Result};
 use hopbench_datasets::parquet_io::{self as pq, Columns};
 use serde::{Deserialize, Serialize};
 
-use crate::analysis::metrics;
-use crate::pipeline::contract::{Contract, ThreadSource};
-use crate::pipeline::evaluate::QueryResult;
+use crate::measure::contract::{Contract, ThreadSource};
+use crate::measure::metrics;
+use crate::measure::query::QueryResult;
 use crate::store::{fsx, seal};
 
 /// Version of the summary schema (4: `protocol`).
@@ -91,7 +91,7 @@ pub struct CellInputs {
     /// Dataset labels the breakdowns group on.
     pub breakdown_labels: Vec<String>,
     /// Bootstrap settings of the CIs.
-    pub ci: crate::pipeline::campaign::StatsConfig,
+    pub ci: crate::measure::stats_config::StatsConfig,
     /// Package version + executable hash.
     pub code_version: String,
     /// The determinism contract.
@@ -369,15 +369,15 @@ pub struct CellSummary {
     pub tokens: Tokens,
     /// Means of the leg's per-query diagnostics.
     pub diagnostics: BTreeMap<String, f64>,
-    /// Metrics per dataset label value and per classified intent (see [`crate::analysis::breakdown`]).
+    /// Metrics per dataset label value and per classified intent (see [`crate::measure::breakdown`]).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub breakdowns: crate::analysis::breakdown::Breakdowns,
+    pub breakdowns: crate::measure::breakdown::Breakdowns,
     /// Dataset label values against the classified intent (legs that classify intents).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub intent_confusion: crate::analysis::breakdown::Confusion,
+    pub intent_confusion: crate::measure::breakdown::Confusion,
     /// Reference-resolution accuracy (datasets with known referents, legs that resolve).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reference_resolution: Option<crate::analysis::breakdown::ReferenceAccuracy>,
+    pub reference_resolution: Option<crate::measure::breakdown::ReferenceAccuracy>,
     /// Timing (excluded from identity checks).
     pub timing: Option<Timing>,
 }
@@ -474,11 +474,10 @@ impl CellSummary {
             .map(|(k, v)| (k, metrics::mean(v).unwrap_or(0.0)))
             .collect();
         let labels = s.inputs.breakdown_labels.clone();
-        s.breakdowns =
-            crate::analysis::breakdown::breakdowns(results, names, &labels, &s.inputs.ci);
-        s.intent_confusion = crate::analysis::breakdown::confusion(results, &labels);
+        s.breakdowns = crate::measure::breakdown::breakdowns(results, names, &labels, &s.inputs.ci);
+        s.intent_confusion = crate::measure::breakdown::confusion(results, &labels);
         s.reference_resolution =
-            crate::analysis::breakdown::reference_accuracy(results, &s.inputs.ci);
+            crate::measure::breakdown::reference_accuracy(results, &s.inputs.ci);
         s.timing = Some(timing);
         s
     }

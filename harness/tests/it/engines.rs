@@ -363,10 +363,282 @@ fn a_leg_naming_qdrant_in_a_build_without_it_says_how_to_build_it() {
         e.contains("dense_q") && e.contains("--features qdrant"),
         "{e}"
     );
-    let out = env.run(&["serving-parity", "--dataset", "synthetic", "--leg", "dense"]);
+    let out = env.run(&[
+        "serving-parity",
+        "--dataset",
+        "synthetic",
+        "--leg",
+        "dense",
+        "--engine",
+        "{engine: qdrant}",
+    ]);
     let e = String::from_utf8_lossy(&out.stderr);
     assert!(
-        !out.status.success() && e.contains("--features qdrant"),
+        !out.status.success() && e.contains("--engine: ") && e.contains("--features qdrant"),
         "{e}"
     );
+}
+
+/// `serving-parity --leg LEG --repeat 1` with `args` after, in `env`.
+fn serving_parity(env: &Env, leg: &str, args: &[&str]) -> std::process::Output {
+    let mut all = vec![
+        "serving-parity",
+        "--dataset",
+        "synthetic",
+        "--leg",
+        leg,
+        "--repeat",
+        "1",
+    ];
+    all.extend_from_slice(args);
+    env.run(&all)
+}
+
+#[test]
+fn serving_parity_refuses_a_bad_engine_or_vary_naming_the_flag() {
+    let env = Env::new();
+    let fake = repo().join("legs/tests/fixtures/fake_backend.py");
+    let ext = format!(
+        "{{engine: external, command: [python3, '{}', ok]}}",
+        fake.display()
+    );
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec![], "--engine <GROUP>"),
+        (
+            vec!["--engine", "external"],
+            "--engine: must be a YAML map like {engine: NAME",
+        ),
+        (
+            vec!["--engine", "{m: 16}"],
+            "--engine: missing `engine` (one of: ",
+        ),
+        (
+            vec!["--engine", "{engine: faiss}"],
+            "--engine: unknown engine `faiss`",
+        ),
+        (
+            vec!["--engine", "{engine: bm25}"],
+            "--engine: engine `bm25` does not answer the dense side",
+        ),
+        (
+            vec!["--engine", "{engine: exact}"],
+            "comparing it with itself measures nothing",
+        ),
+        (
+            vec!["--engine", "{engine: external, command: [x], bogus: 1}"],
+            "--engine: engine `external`: unknown field `bogus`",
+        ),
+        (
+            vec!["--engine", "{engine: external}"],
+            "--engine: engine `external`: missing field `command`",
+        ),
+        (
+            vec!["--engine", &ext, "--vary", "bogus=1,2"],
+            "--vary variant `bogus=1`: engine `external`: unknown field `bogus`",
+        ),
+        (
+            vec!["--engine", &ext, "--vary", "timeout_ms=5000,0"],
+            "--vary variant `timeout_ms=0`: leg `dense`: field `dense.timeout_ms`",
+        ),
+        (
+            vec!["--engine", &ext, "--vary", "timeout_ms='5000'"],
+            "--vary variant `timeout_ms=5000`: engine `external`: invalid type: string",
+        ),
+        (
+            vec![
+                "--engine",
+                &ext,
+                "--vary",
+                "timeout_ms=1",
+                "--vary",
+                "timeout_ms=2",
+            ],
+            "key `timeout_ms` is varied twice",
+        ),
+        (
+            vec!["--engine", &ext, "--vary", "timeout_ms="],
+            "no values after `=`",
+        ),
+        (
+            vec!["--engine", &ext, "--vary", "timeout_ms=1,,2"],
+            "an empty value",
+        ),
+        (
+            vec!["--engine", &ext, "--vary", "engine=a,b"],
+            "not a key to vary",
+        ),
+        (
+            vec![
+                "--engine",
+                &ext,
+                "--vary",
+                "timeout_ms=1,2,3,4,5,6,7,8,9",
+                "--vary",
+                "startup_timeout_ms=1,2,3,4,5,6,7,8",
+            ],
+            "--vary: 72 variants (the product of the value lists) is more than 64",
+        ),
+        (vec!["--engine", &ext, "--limit", "0"], "--limit: 0 queries"),
+    ];
+    for (args, says) in cases {
+        let out = serving_parity(&env, "dense", &args);
+        let e = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && e.contains(says), "{args:?}: {e}");
+    }
+    // a leg without a dense side has nothing to serve, and says why
+    let out = serving_parity(&env, "lexical", &["--engine", &ext]);
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && e.contains("leg `lexical` (kind `lexical`) has no dense side"),
+        "{e}"
+    );
+    // nothing was measured, nor written
+    assert!(!env.results("results").join("parity").exists());
+}
+
+#[test]
+fn serving_parity_serves_the_product_of_the_varied_keys_in_order() {
+    let env = Env::new();
+    let fake = env.path().join("fake_backend.py");
+    std::fs::copy(repo().join("legs/tests/fixtures/fake_backend.py"), &fake).unwrap();
+    let ext = format!(
+        "{{engine: external, command: [python3, '{}', ok]}}",
+        fake.display()
+    );
+    let out = serving_parity(
+        &env,
+        "dense",
+        &[
+            "--engine",
+            &ext,
+            "--vary",
+            "timeout_ms=6000,5000",
+            "--vary",
+            "startup_timeout_ms=20000,30000",
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("| path | timeout_ms | startup_timeout_ms | ANN R@10")
+            && stdout.contains("| exact | - | - | 1 |")
+            && stdout.contains("| external | 6000 | 30000 | 0.000000")
+            && stdout.contains("| timeout_ms | startup_timeout_ms | metric |"),
+        "{stdout}"
+    );
+    let dir = env.results("results").join("parity");
+    for ext in ["json", "md", "png", "svg"] {
+        assert!(
+            dir.join(format!("parity-synthetic-dense.{ext}")).is_file(),
+            "{ext}"
+        );
+    }
+    let text = std::fs::read_to_string(dir.join("parity-synthetic-dense.json")).unwrap();
+    // each row's varied values in --vary order, the first --vary outermost, values as given
+    let p: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(p["engine"], "external");
+    assert_eq!(p["reference"], "exact");
+    assert_eq!(p["base"]["command"][2], "ok");
+    assert_eq!(
+        p["vary"],
+        serde_json::json!([
+            {"key": "timeout_ms", "values": [6000, 5000]},
+            {"key": "startup_timeout_ms", "values": [20000, 30000]},
+        ])
+    );
+    let rows = p["rows"].as_array().unwrap();
+    let got: Vec<(u64, u64)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r["params"]["timeout_ms"].as_u64().unwrap(),
+                r["params"]["startup_timeout_ms"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [(6000, 20000), (6000, 30000), (5000, 20000), (5000, 30000)]
+    );
+    let block = &text[text.find("\"params\": {").unwrap()..];
+    let block = &block[..block.find('}').unwrap()];
+    assert!(
+        block.find("\"timeout_ms\"").unwrap() < block.find("\"startup_timeout_ms\"").unwrap(),
+        "written in --vary order, not sorted: {block}"
+    );
+    for r in rows {
+        // the engine's whole group, every default filled in
+        assert_eq!(r["group"]["command"], p["base"]["command"]);
+        assert_eq!(r["group"]["timeout_ms"], r["params"]["timeout_ms"]);
+        // an engine answering nothing misses the whole exact top-10
+        assert_eq!(r["ann_recall_at_10"], 0.0, "{r}");
+        assert_eq!(r["indexes"], serde_json::json!([]));
+    }
+    assert_eq!(
+        p["indexes"],
+        serde_json::json!([]),
+        "the external engine builds no index"
+    );
+
+    // a list value, and no --vary: one row, the group as given
+    let listed = format!("[python3, '{}', ok]", fake.display());
+    let out = serving_parity(
+        &env,
+        "dense",
+        &[
+            "--engine",
+            &ext,
+            "--vary",
+            &format!("command={listed},{listed}"),
+        ],
+    );
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && e.contains("given twice"), "{e}");
+    let checked = format!("[python3, '{}', check]", fake.display());
+    let out = serving_parity(
+        &env,
+        "dense",
+        &[
+            "--engine",
+            &ext,
+            "--vary",
+            &format!("command={listed},{checked}"),
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let p: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("parity-synthetic-dense.json")).unwrap(),
+    )
+    .unwrap();
+    let modes: Vec<&serde_json::Value> = p["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| &r["params"]["command"][2])
+        .collect();
+    assert_eq!(modes, ["ok", "check"]);
+    let out = serving_parity(&env, "dense", &["--engine", &ext]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let p: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("parity-synthetic-dense.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(p["rows"].as_array().unwrap().len(), 1);
+    assert_eq!(p["rows"][0]["params"], serde_json::json!({}));
+    assert_eq!(p["vary"], serde_json::json!([]));
+    // every process was reaped
+    let left = processes_with(&fake.display().to_string());
+    assert!(left.is_empty(), "processes left behind: {left:?}");
 }

@@ -1,6 +1,6 @@
 //! The dense side served through Qdrant's HNSW (`dense: {engine: qdrant}`), end to end: cells
 //! run and cache with the shard's identity in their key, a shard whose files changed is refused,
-//! and `serving-parity` reports every beam width and quantisation and writes its files.
+//! and `serving-parity` reports every variant of the served group and writes its files.
 
 use crate::util::{Env, CAMPAIGN};
 
@@ -78,32 +78,50 @@ fn a_served_leg_runs_caches_and_keys_its_cells_on_the_shard() {
     );
 }
 
+/// `serving-parity --dataset synthetic --repeat 1` with `args` after.
+fn serving_parity(env: &Env, args: &[&str]) -> std::process::Output {
+    let mut all = vec!["serving-parity", "--dataset", "synthetic", "--repeat", "1"];
+    all.extend_from_slice(args);
+    env.run(&all)
+}
+
+fn parity_json(env: &Env, leg: &str) -> serde_json::Value {
+    let p = env
+        .results("results")
+        .join("parity")
+        .join(format!("parity-synthetic-{leg}.json"));
+    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+}
+
 #[test]
-fn serving_parity_reports_each_beam_width_and_writes_its_files() {
+fn serving_parity_reports_each_variant_and_writes_its_files() {
     let env = Env::new();
     with_qdrant_legs(&env);
-    let out = env.ok(&[
-        "serving-parity",
-        "--dataset",
-        "synthetic",
+    let args = [
         "--leg",
         "graph_rescue",
-        "--hnsw-ef",
-        "4,256",
-        "--quantization",
-        "none,int8",
-        "--oversampling",
-        "2",
-        "--repeat",
-        "1",
-    ]);
+        "--engine",
+        "{engine: qdrant, m: 16}",
+        "--vary",
+        "quantization=none,int8",
+        "--vary",
+        "hnsw_ef=4,256",
+    ];
+    let out = serving_parity(&env, &args);
+    let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
-        out.contains("| qdrant hnsw_ef 4 |")
-            && out.contains("| qdrant hnsw_ef 256 |")
-            && out.contains("| qdrant int8 hnsw_ef 256 |"),
-        "{out}"
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
     );
-    assert!(out.contains("queries"), "{out}");
+    assert!(
+        stdout.contains("| path | quantization | hnsw_ef | ANN R@10")
+            && stdout.contains("| qdrant | none | 4 |")
+            && stdout.contains("| qdrant | none | 256 |")
+            && stdout.contains("| qdrant | int8 | 256 |")
+            && stdout.contains("| quantization | hnsw_ef | metric |"),
+        "{stdout}"
+    );
     let dir = env.results("results").join("parity");
     for ext in ["json", "md", "png", "svg"] {
         assert!(
@@ -112,27 +130,31 @@ fn serving_parity_reports_each_beam_width_and_writes_its_files() {
             "{ext}"
         );
     }
-    let p: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(dir.join("parity-synthetic-graph_rescue.json")).unwrap(),
-    )
-    .unwrap();
+    let p = parity_json(&env, "graph_rescue");
+    assert_eq!(
+        (&p["engine"], &p["base"]),
+        (&"qdrant".into(), &serde_json::json!({"m": 16}))
+    );
     let rows = p["rows"].as_array().unwrap();
     assert_eq!(rows.len(), 4, "two beams for each of two quantisations");
+    let order: Vec<(&str, u64)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r["params"]["quantization"].as_str().unwrap(),
+                r["params"]["hnsw_ef"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        order,
+        [("none", 4), ("none", 256), ("int8", 4), ("int8", 256)]
+    );
+    // the whole group as the engine resolved it
+    assert_eq!(rows[3]["group"]["quantization"], "int8");
+    assert_eq!(rows[3]["group"]["ef_construct"], 100);
     let wide = rows[1]["ann_recall_at_10"].as_f64().unwrap();
     assert!(wide >= 0.99, "ANN recall at ef 256: {wide}");
-    assert_eq!(rows[3]["quantization"], "int8");
-    let int8 = rows[3]["ann_recall_at_10"].as_f64().unwrap();
-    assert!(
-        int8 >= 0.95,
-        "int8 rescored, oversampled 2x, at ef 256: {int8}"
-    );
-    let shards = p["shards"].as_array().unwrap();
-    assert_eq!(shards.len(), 2, "{shards:?}");
-    assert_ne!(
-        shards[0]["dir"], shards[1]["dir"],
-        "a shard per quantisation"
-    );
-    assert_eq!(p["oversampling"], 2.0);
     assert!(rows[0]["ann_recall_at_10"].as_f64().unwrap() <= wide);
     assert!(
         rows[1]["gate_agreement"].as_f64().is_some(),
@@ -141,37 +163,117 @@ fn serving_parity_reports_each_beam_width_and_writes_its_files() {
     let metrics = rows[1]["metrics"].as_array().unwrap();
     assert!(metrics.iter().any(|m| m["metric"] == "recall@10"));
 
-    // oversampling without a quantised shard, and an unknown quantisation, are refused
+    // an index per quantisation: the beam width is a search-time key, so the two variants of
+    // each quantisation share one entry, which the first of them paid for
+    let indexes = p["indexes"].as_array().unwrap();
+    assert_eq!(indexes.len(), 2, "{indexes:?}");
+    assert_ne!(indexes[0]["name"], indexes[1]["name"]);
+    assert_eq!(
+        (&indexes[0]["first_row"], &indexes[1]["first_row"]),
+        (&0.into(), &2.into())
+    );
+    assert_eq!(rows[0]["indexes"], serde_json::json!([indexes[0]["name"]]));
+    assert_eq!(rows[0]["indexes"], rows[1]["indexes"]);
+    assert_eq!(rows[2]["indexes"], rows[3]["indexes"]);
+    assert_ne!(rows[0]["indexes"], rows[2]["indexes"]);
+    for ix in indexes {
+        assert_eq!(
+            ix["cached"], false,
+            "a fresh results directory builds: {ix}"
+        );
+        assert_eq!(ix["identity"].as_str().unwrap().len(), 64, "{ix}");
+        let shard = env
+            .results("results")
+            .join("shards/synthetic")
+            .join(ix["name"].as_str().unwrap());
+        assert!(
+            shard.join("hnsw-manifest.json").is_file(),
+            "{}",
+            shard.display()
+        );
+    }
+    // run again: both indexes are found and reused, with the same identities
+    let again = serving_parity(&env, &args);
+    assert!(
+        again.status.success(),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+    let q = parity_json(&env, "graph_rescue");
+    for (a, b) in indexes.iter().zip(q["indexes"].as_array().unwrap()) {
+        assert_eq!((&a["name"], &a["identity"]), (&b["name"], &b["identity"]));
+        assert_eq!(b["cached"], true, "{b}");
+    }
+
+    // a quantised shard searched oversampled: rescored with the originals, as good as float32
+    let out = serving_parity(
+        &env,
+        &[
+            "--leg",
+            "graph_rescue",
+            "--engine",
+            "{engine: qdrant, quantization: int8, oversampling: 2}",
+            "--vary",
+            "hnsw_ef=256",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let p = parity_json(&env, "graph_rescue");
+    let int8 = p["rows"][0]["ann_recall_at_10"].as_f64().unwrap();
+    assert!(
+        int8 >= 0.95,
+        "int8 rescored, oversampled 2x, at ef 256: {int8}"
+    );
+    assert_eq!(p["rows"][0]["group"]["oversampling"], 2.0);
+    assert_eq!(
+        p["indexes"][0]["cached"], true,
+        "the int8 shard of the first run"
+    );
+}
+
+#[test]
+fn serving_parity_refuses_what_the_engine_refuses_naming_the_variant() {
+    let env = Env::new();
+    with_qdrant_legs(&env);
     for (args, says) in [
         (
-            &["--oversampling", "2"][..],
-            "applies only to a quantised shard",
+            &["--engine", "{engine: qdrant, oversampling: 2}"][..],
+            "--engine: leg `dense`: field `dense.oversampling`: applies only to a quantised shard",
         ),
         (
-            &["--quantization", "int4"][..],
-            "`int4` is not a quantization",
+            &["--engine", "{engine: qdrant, hnsw: 16}"][..],
+            "--engine: engine `qdrant`: unknown field `hnsw`",
+        ),
+        (
+            &["--engine", "{engine: qdrant}", "--vary", "hnsw=16,32"][..],
+            "--vary variant `hnsw=16`: engine `qdrant`: unknown field `hnsw`",
+        ),
+        (
+            &[
+                "--engine",
+                "{engine: qdrant}",
+                "--vary",
+                "quantization=none,int4",
+            ][..],
+            "--vary variant `quantization=int4`: engine `qdrant`: ",
+        ),
+        (
+            &["--engine", "{engine: qdrant}", "--vary", "hnsw_ef=16,0"][..],
+            "--vary variant `hnsw_ef=0`: leg `dense`: field `dense.hnsw_ef`",
         ),
     ] {
-        let mut all = vec!["serving-parity", "--dataset", "synthetic", "--leg", "dense"];
+        let mut all = vec!["--leg", "dense"];
         all.extend_from_slice(args);
-        let bad = env.run(&all);
+        let bad = serving_parity(&env, &all);
         let e = String::from_utf8_lossy(&bad.stderr);
         assert!(!bad.status.success() && e.contains(says), "{args:?}: {e}");
     }
-
-    // a leg without a dense side cannot be served, and says why
-    let bad = env.run(&[
-        "serving-parity",
-        "--dataset",
-        "synthetic",
-        "--leg",
-        "lexical",
-    ]);
-    let e = String::from_utf8_lossy(&bad.stderr);
-    assert!(
-        !bad.status.success() && e.contains("cannot be served through Qdrant"),
-        "{e}"
-    );
+    // nothing was built before the refusal
+    assert!(!env.results("results").join("shards").exists());
 }
 
 #[test]

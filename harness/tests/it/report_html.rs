@@ -115,7 +115,7 @@ struct Row {
 /// `matrix.md`'s rows by (dataset, leg), columns named by the metric (`recall@10`) or
 /// `tokens@10`, `median_ms`, `p95_ms`.
 fn md_rows(md: &str) -> BTreeMap<(String, String), Row> {
-    let labels: BTreeMap<String, String> = hopbench::analysis::metrics::matrix_columns(&[])
+    let labels: BTreeMap<String, String> = hopbench::measure::metrics::matrix_columns(&[])
         .iter()
         .map(|(m, _)| (m.label(), m.name()))
         .collect();
@@ -242,7 +242,7 @@ fn the_matrix_page_shows_matrix_md_numbers_and_every_reference_resolves_offline(
         md.keys().collect::<Vec<_>>(),
         html.keys().collect::<Vec<_>>()
     );
-    let summaries = hopbench::report::markdown::collect_summaries(&env.results("results")).unwrap();
+    let summaries = hopbench::store::collect::collect_summaries(&env.results("results")).unwrap();
     assert_eq!(html.len(), summaries.len());
     for (key, m) in &md {
         let h = &html[key];

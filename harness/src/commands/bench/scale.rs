@@ -18,10 +18,11 @@ pub struct Scale {
     /// Comma list of passage counts, e.g. `10000,100000,1000000`.
     #[arg(long, value_delimiter = ',', required = true)]
     pub passages: Vec<usize>,
-    /// Comma list of the legs to time (default: every leg but the int8-served ones). Known:
-    /// dense, lexical, bm25, graph_rescue, and served through Qdrant dense_qdrant,
-    /// graph_rescue_qdrant, dense_qdrant_int8, graph_rescue_qdrant_int8 (int8 in RAM, the
-    /// float vectors on disk, oversampling 4).
+    /// Comma list of the legs to time, by their names in the benchmark's leg file
+    /// (harness/src/bench/scale-legs.yaml: dense, lexical, bm25, graph_rescue, and served through
+    /// Qdrant dense_qdrant, graph_rescue_qdrant, dense_qdrant_int8, graph_rescue_qdrant_int8:
+    /// int8 in RAM, the float vectors on disk, oversampling 4). Default: the file's `default`
+    /// legs this build can run.
     #[arg(long, value_delimiter = ',')]
     pub legs: Option<Vec<String>>,
     /// Where the scale campaign, its exports, shards and cells go.
@@ -39,8 +40,9 @@ pub struct Scale {
     /// Skip the two `run-matrix` runs.
     #[arg(long)]
     pub no_matrix: bool,
-    /// The most points one graph of a served leg's shard holds (`dense: {part_points}`;
-    /// default 524288): fewer, larger parts search faster and build with more in memory.
+    /// The most points one graph of a served leg's shard holds, set as `part_points` in the dense
+    /// group of every chosen leg whose engine takes it (default 524288): fewer, larger parts
+    /// search faster and build with more in memory.
     #[arg(long, value_parser = at_least_one)]
     pub part_points: Option<usize>,
     #[command(flatten)]
@@ -55,17 +57,16 @@ impl Command for Scale {
     }
 
     fn run(self, _: Option<&Settings>) -> Result<ExitCode> {
-        let legs = self.legs.unwrap_or_else(scale::default_legs);
-        let r = scale::run(
-            &self.passages,
-            &legs,
-            &self.results,
-            self.queries,
-            self.repeat,
-            self.threads,
-            !self.no_matrix,
-            self.part_points,
-        )?;
+        let plan = scale::Plan {
+            sizes: self.passages,
+            legs: self.legs.unwrap_or_else(scale::default_legs),
+            queries: self.queries,
+            repeat: self.repeat,
+            threads: self.threads,
+            matrix: !self.no_matrix,
+            part_points: self.part_points,
+        };
+        let r = scale::run(&plan, &self.results)?;
         out!("{}", scale::markdown(&r).trim_end());
         self.json.write(&r)?;
         Ok(ExitCode::SUCCESS)

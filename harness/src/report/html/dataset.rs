@@ -12,7 +12,7 @@ use super::matrix::{dataset_counts, is_oracle, leg_label, status_counts};
 use super::page::{self, esc};
 use super::svg::{self, Row};
 use super::{curves, format, groups, pairs, ReportOptions};
-use crate::analysis::metrics;
+use crate::measure::metrics;
 use crate::store::summary::{CellSummary, Status};
 
 /// Writes the dataset's page, figures and drill-down pages; returns what it wrote.

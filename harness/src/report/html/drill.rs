@@ -170,7 +170,7 @@ fn recall_by_query(
     dataset: &str,
     leg: &str,
 ) -> Result<HashMap<String, Option<f64>>> {
-    let name = crate::analysis::metrics::headline().name();
+    let name = crate::measure::metrics::headline().name();
     let path = CellPaths::new(results, dataset, leg).records;
     let (ids, cols) = crate::store::summary::read_records(&path, std::slice::from_ref(&name))?;
     let values = cols
@@ -249,7 +249,7 @@ pub(crate) fn page(drill: &Drill<'_>, a: &str, b: &str, back: &str) -> Result<St
     let (la, lb) = (drill.leg(a)?, drill.leg(b)?);
     let (ra, rb) = (&la.ranks, &lb.ranks);
     let (qa, qb) = (&la.recall, &lb.recall);
-    let headline = crate::analysis::metrics::headline();
+    let headline = crate::measure::metrics::headline();
     let label = headline.label();
     let total: usize = gold.iter().map(|(_, d)| d.len()).sum();
     let count = |r: &[Vec<Option<usize>>], k: usize| {
@@ -405,7 +405,7 @@ pub(crate) fn all_legs_page(drill: &Drill<'_>, legs: &[&str], back: &str) -> Res
         .collect::<Result<Vec<_>>>()?;
     let ranks: Vec<&Vec<Vec<Option<usize>>>> = read.iter().map(|l| &l.ranks).collect();
     let recalls: Vec<&HashMap<String, Option<f64>>> = read.iter().map(|l| &l.recall).collect();
-    let label = crate::analysis::metrics::headline().label();
+    let label = crate::measure::metrics::headline().label();
     let total: usize = gold.iter().map(|(_, d)| d.len()).sum();
     let mut body = String::new();
     let _ = writeln!(

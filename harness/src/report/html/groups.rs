@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use super::format;
 use super::matrix::{is_oracle, leg_label, ORACLE_LABEL};
 use super::page::{self, esc};
-use crate::analysis::metrics;
+use crate::measure::metrics;
 use crate::store::summary::CellSummary;
 
 /// Breakdowns by label and intent, intent confusion and reference resolution (conversation

@@ -9,7 +9,7 @@ use super::page::{self, esc};
 use super::{format, ReportOptions};
 use hopbench_legs::registry::{role_of, Role};
 
-use crate::analysis::metrics;
+use crate::measure::metrics;
 use crate::store::summary::{CellSummary, Gain, Status};
 
 /// The label of an oracle leg, wherever it is shown.
@@ -108,8 +108,8 @@ pub(crate) fn status_counts(cells: &[&CellSummary]) -> String {
 }
 
 /// The CI settings of a cell, in words.
-fn ci_text(ci: &crate::pipeline::campaign::StatsConfig) -> String {
-    if ci.ci == crate::pipeline::campaign::CiMode::Off {
+fn ci_text(ci: &crate::measure::stats_config::StatsConfig) -> String {
+    if ci.ci == crate::measure::stats_config::CiMode::Off {
         "CIs off (ci: off): no interval anywhere".into()
     } else {
         format!(
@@ -120,8 +120,8 @@ fn ci_text(ci: &crate::pipeline::campaign::StatsConfig) -> String {
 }
 
 /// How the campaign's `stats` compare two legs, in words.
-fn comparison_text(st: &crate::pipeline::campaign::StatsConfig) -> String {
-    if st.ci == crate::pipeline::campaign::CiMode::Off {
+fn comparison_text(st: &crate::measure::stats_config::StatsConfig) -> String {
+    if st.ci == crate::measure::stats_config::CiMode::Off {
         "campaign stats: ci off (differences without CI or p-value)".into()
     } else {
         format!(

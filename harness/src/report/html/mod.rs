@@ -80,7 +80,7 @@ pub const MARKER: &str = "hopbench report";
 /// Writes the report of `o.results` into `o.out` (see the module documentation); an error when
 /// the results hold no cell summary or a file cannot be written.
 pub fn write_report(o: &ReportOptions) -> Result<ReportWritten> {
-    let cells = crate::report::markdown::trusted_summaries(o.results)?;
+    let cells = crate::store::collect::trusted_summaries(o.results)?;
     if cells.is_empty() {
         bail!(
             "{}: no cell summaries under cells/ (run `hopbench run-matrix` first)",

@@ -75,7 +75,7 @@ fn mean_of(values: &[f64]) -> f64 {
 /// Draws `resamples` samples of size n with replacement (indices from
 /// `SplitMix64::new(seed)`), takes each sample's mean, and reports the
 /// `(1-confidence)/2` and `(1+confidence)/2` quantiles of those means (linear
-/// interpolation, as [`crate::analysis::metrics::percentile`]). `mean` is the sample mean.
+/// interpolation, as [`crate::measure::metrics::percentile`]). `mean` is the sample mean.
 pub fn bootstrap_mean_ci(
     values: &[f64],
     resamples: usize,
@@ -148,7 +148,7 @@ pub fn bootstrap_mean_cis(
         .zip(&means)
         .map(|(values, means)| {
             let q = |p: f64| {
-                crate::analysis::metrics::percentile(means, 100.0 * p).expect("finite, non-empty")
+                crate::measure::metrics::percentile(means, 100.0 * p).expect("finite, non-empty")
             };
             Ci {
                 mean: mean_of(values),
@@ -422,7 +422,7 @@ mod tests {
                 .map(|_| (0..n).map(|_| values[rng.below(n)]).sum::<f64>() / n as f64)
                 .collect();
             let alpha = 1.0 - 0.95;
-            let q = |p: f64| crate::analysis::metrics::percentile(&means, 100.0 * p).unwrap();
+            let q = |p: f64| crate::measure::metrics::percentile(&means, 100.0 * p).unwrap();
             [q(alpha / 2.0), q(1.0 - alpha / 2.0)]
         };
         let long: Vec<f64> = (0..2500).map(|i| ((i * 37) % 101) as f64 / 100.0).collect();

@@ -23,7 +23,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::analysis::measures::{self, Graded};
+use crate::measure::measures::{self, Graded};
 
 /// The first `k` positions of `ranked` (all of it when `k >= ranked.len()`).
 fn top(ranked: &[u32], k: usize) -> &[u32] {
@@ -876,6 +876,13 @@ pub fn percentile(values: &[f64], p: f64) -> Option<f64> {
 /// Median = [`percentile`] at 50 (mean of the two middle values for even n).
 pub fn median(values: &[f64]) -> Option<f64> {
     percentile(values, 50.0)
+}
+
+/// Names of the quality metrics, in report order, for a given recall k list and the
+/// campaign's extra measures: the summary's keys and the records' columns, which an evaluated
+/// query fills exactly.
+pub fn metric_names(recall_k: &[usize], extra: &[String]) -> Vec<String> {
+    measured(recall_k, extra).iter().map(|m| m.name()).collect()
 }
 
 #[cfg(test)]

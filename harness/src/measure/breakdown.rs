@@ -11,11 +11,11 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::pipeline::campaign::StatsConfig;
+use crate::measure::stats_config::StatsConfig;
 use hopbench_legs::Note;
 
-use crate::analysis::metrics;
-use crate::pipeline::evaluate::QueryResult;
+use crate::measure::metrics;
+use crate::measure::query::QueryResult;
 
 /// The annotation conversation legs report their classified intent under.
 pub const INTENT_ANNOTATION: &str = Note::TurnIntent.name();

@@ -1,5 +1,5 @@
 //! The measures papers report, over graded judgements, defined as trec_eval defines them, one
-//! pure function each. [`crate::analysis::metrics::METRICS`] gives each of them a row.
+//! pure function each. [`crate::measure::metrics::METRICS`] gives each of them a row.
 //!
 //! A query is a [`Graded`]: the grade of the document at each rank (`None`: not judged) and the
 //! grades of every judged document. The rules, which are trec_eval's:
