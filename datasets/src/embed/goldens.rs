@@ -446,3 +446,61 @@ fn bad_model_directories_are_refused_by_file_and_field() {
         }
     }
 }
+
+/// A campaign's prompts replace the model's own: a plain model given a query prompt embeds
+/// its queries exactly as a model whose directory names that prompt, under an id of its own.
+#[test]
+fn prompt_overrides_embed_as_the_directory_would() {
+    let cases = read_json(&fixtures().join("goldens.json"));
+    let find = |n: &str| {
+        cases
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == n)
+            .unwrap()
+    };
+    let root = tempfile::tempdir().unwrap();
+    let plain_dir = materialise(find("bert-mean-normalize"), root.path());
+    let overrides = PromptOverrides {
+        query: Some("query: ".into()),
+        passage: None,
+    };
+    let e = Embedder::load_with(&plain_dir, &overrides).unwrap();
+    assert_eq!(e.prompt(Role::Query), "query: ");
+    assert_eq!(e.prompt(Role::Passage), "");
+    let plain = Embedder::load(&plain_dir).unwrap();
+    assert_ne!(
+        e.model_id(),
+        plain.model_id(),
+        "a prompt is part of the model's identity"
+    );
+    assert_eq!(model_id_with(&plain_dir, &overrides).unwrap(), e.model_id());
+    let prompted = find("bert-prompt-query-only");
+    let d = check_role(&e, prompted, Role::Query, "query");
+    assert!(d <= TOLERANCE, "{d}");
+    // and an empty override silences the model's own prompt
+    let dir = materialise(find("mpnet-prompts-query-document"), root.path());
+    let silent = PromptOverrides {
+        query: None,
+        passage: Some(String::new()),
+    };
+    let e = Embedder::load_with(&dir, &silent).unwrap();
+    assert_eq!(
+        (e.prompt(Role::Query), e.prompt(Role::Passage)),
+        ("query: ", "")
+    );
+    let id = e.model_id().to_string();
+    assert_eq!(
+        prompt_for(&id, &dir, &silent, Role::Query).unwrap(),
+        "query: "
+    );
+    assert_eq!(prompt_for(&id, &dir, &silent, Role::Passage).unwrap(), "");
+    // an id of the plain pipeline needs no directory to know it has no prompt
+    let missing = root.path().join("gone");
+    assert_eq!(
+        prompt_for(plain.model_id(), &missing, &silent, Role::Query).unwrap(),
+        ""
+    );
+    assert!(prompt_for(&id, &missing, &silent, Role::Query).is_err());
+}

@@ -127,6 +127,30 @@ pub trait TextEmbedder {
     fn token_counts(&self, texts: &[&str]) -> Result<Vec<usize>>;
 }
 
+/// Prompts that replace a model's own for one role (`None`: the model's; `Some("")`: none),
+/// as a campaign's `query_prompt` and `passage_prompt` set them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PromptOverrides {
+    /// The prompt of queries.
+    pub query: Option<String>,
+    /// The prompt of passages.
+    pub passage: Option<String>,
+}
+
+impl PromptOverrides {
+    /// The model directory `dir`'s pipeline with these prompts in place of its own.
+    fn read(&self, dir: &Path) -> Result<ModelDir> {
+        let mut pipeline = ModelDir::read(dir)?;
+        if let Some(q) = &self.query {
+            pipeline.prompts.query = q.clone();
+        }
+        if let Some(p) = &self.passage {
+            pipeline.prompts.passage = p.clone();
+        }
+        Ok(pipeline)
+    }
+}
+
 /// A loaded sentence-embedding model: tokenizer, encoder, and the sentence-transformers modules
 /// its directory lists.
 pub struct Embedder {
@@ -174,6 +198,11 @@ impl Embedder {
     /// Every failure is an [`Error::Model`] (or [`Error::Io`] / [`Error::Malformed`] /
     /// [`Error::Field`]) naming the file, and the field where there is one.
     pub fn load(dir: &Path) -> Result<Embedder> {
+        Self::load_with(dir, &PromptOverrides::default())
+    }
+
+    /// [`load`](Self::load), with `prompts` in place of the model's own where they are set.
+    pub fn load_with(dir: &Path, prompts: &PromptOverrides) -> Result<Embedder> {
         if !dir.is_dir() {
             return Err(Error::Model {
                 path: dir.to_path_buf(),
@@ -183,7 +212,7 @@ impl Embedder {
             });
         }
         let name = model_name(dir);
-        let pipeline = ModelDir::read(dir)?;
+        let pipeline = prompts.read(dir)?;
         let folder = &pipeline.transformer;
         let config_path = required(folder, "config.json")?;
         let weights_path = required(folder, "model.safetensors")?;
@@ -573,7 +602,12 @@ impl TextEmbedder for Embedder {
 /// loading the encoder (reading its configs and hashing its weights), so a reusable export can
 /// be recognised without paying for a model load.
 pub fn model_id_of(dir: &Path) -> Result<String> {
-    let pipeline = ModelDir::read(dir)?;
+    model_id_with(dir, &PromptOverrides::default())
+}
+
+/// [`model_id_of`] with `prompts` in place of the model's own where they are set.
+pub fn model_id_with(dir: &Path, prompts: &PromptOverrides) -> Result<String> {
+    let pipeline = prompts.read(dir)?;
     let config = pipeline.transformer.join("config.json");
     let cfg = EncoderConfig::read(&config)?;
     let offset = cfg.position_offset(&config)?;
@@ -625,12 +659,17 @@ fn model_id_from(name: &str, weights: &[u8], pipeline: &ModelDir, max_seq_length
 /// The prompt texts of `role` were embedded after under model id `model_id`, without loading
 /// the model: "" for an id of the plain pipeline (mean pooling and normalisation, no prompts),
 /// else the prompt of the model in `dir`, which must be that model.
-pub fn prompt_for(model_id: &str, dir: &Path, role: Role) -> Result<String> {
+pub fn prompt_for(
+    model_id: &str,
+    dir: &Path,
+    prompts: &PromptOverrides,
+    role: Role,
+) -> Result<String> {
     let kernel = model_id.rsplit('+').next().unwrap_or("");
     if !kernel.contains(".p") {
         return Ok(String::new());
     }
-    let found = model_id_of(dir)?;
+    let found = model_id_with(dir, prompts)?;
     if found != model_id {
         return Err(Error::Model {
             path: dir.to_path_buf(),
@@ -639,7 +678,7 @@ pub fn prompt_for(model_id: &str, dir: &Path, role: Role) -> Result<String> {
             ),
         });
     }
-    let prompts = ModelDir::read(dir)?.prompts;
+    let prompts = prompts.read(dir)?.prompts;
     Ok(match role {
         Role::Query => prompts.query,
         Role::Passage => prompts.passage,

@@ -211,7 +211,7 @@ pub fn prepare(
         Box::new(HashingEmbedder::new())
     } else {
         Box::new(
-            Embedder::load(&s.model_dir)
+            Embedder::load_with(&s.model_dir, &s.prompts)
                 .with_context(|| format!("loading {}", s.model_dir.display()))?,
         )
     };

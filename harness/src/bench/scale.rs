@@ -246,6 +246,7 @@ pub fn run(plan: &Plan, results: &Path) -> Result<ScaleReport> {
         exports: results.join("exports"),
         embeddings: results.join("embeddings"),
         model_dir: PathBuf::from(hopbench_datasets::embed::HASHING_MODEL),
+        prompts: Default::default(),
         prepare: campaign.prepare.clone(),
         cache_part: None,
     };

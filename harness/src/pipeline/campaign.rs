@@ -239,6 +239,12 @@ pub struct Campaign {
     /// `HOPBENCH_MODEL_DIR` and `--model` override it.
     #[serde(default = "default_model")]
     pub model: String,
+    /// The prompt queries are embedded after, in place of the model's own (`""`: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub query_prompt: Option<String>,
+    /// The prompt passages are embedded after, in place of the model's own (`""`: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub passage_prompt: Option<String>,
     /// Export settings.
     #[serde(default)]
     pub prepare: PrepareConfig,
@@ -639,6 +645,22 @@ pub struct RunSection {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn prompts_in_place_of_the_models_are_strings_and_absent_by_default() {
+        let base = "datasets: {w: {format: synthetic}}\nlegs: {bm25: {kind: bm25}}\n";
+        let c = Campaign::parse(base, "c").unwrap();
+        assert_eq!((c.query_prompt, c.passage_prompt), (None, None));
+        let c = Campaign::parse(
+            &format!("query_prompt: 'query: '\npassage_prompt: ''\n{base}"),
+            "c",
+        )
+        .unwrap();
+        assert_eq!(c.query_prompt.as_deref(), Some("query: "));
+        assert_eq!(c.passage_prompt.as_deref(), Some(""));
+        let e = Campaign::parse(&format!("query_prompt: [a]\n{base}"), "c").unwrap_err();
+        assert!(format!("{e:#}").contains("query_prompt"), "{e:#}");
+    }
 
     #[test]
     fn embedded_campaign_parses() {

@@ -17,7 +17,9 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use hopbench_datasets::chunk::{ChunkUnit, Chunker, CHUNKER_ID};
-use hopbench_datasets::embed::{self, Embedder, EmbeddingCache, HashingEmbedder, Role};
+use hopbench_datasets::embed::{
+    self, Embedder, EmbeddingCache, HashingEmbedder, PromptOverrides, Role,
+};
 use hopbench_datasets::export::{
     self, EmbedFn, Export, KeepVectors, Parts, PrepareConfig, Prepared, Source,
 };
@@ -38,6 +40,8 @@ pub struct DataSettings {
     pub embeddings: PathBuf,
     /// Model directory.
     pub model_dir: PathBuf,
+    /// The campaign's prompts in place of the model's own.
+    pub prompts: PromptOverrides,
     /// Export settings.
     pub prepare: PrepareConfig,
     /// The part file of the embedding cache this process writes (`--shard`), or `None` for
@@ -382,7 +386,7 @@ fn source(
 /// The embedder, and the embedding cache opened for writing this process's file of it
 /// (`cache_part`), saying what opening the cache had to drop.
 fn load_embedder(s: &DataSettings) -> hopbench_datasets::Result<(Embedder, EmbeddingCache)> {
-    let e = Embedder::load(&s.model_dir)?;
+    let e = Embedder::load_with(&s.model_dir, &s.prompts)?;
     let c = EmbeddingCache::open_part(
         &s.embeddings,
         e.model_id(),
@@ -446,7 +450,7 @@ pub fn model_identity(s: &DataSettings) -> Result<(String, usize)> {
     if embed::is_hashing_model(&s.model_dir) {
         return Ok((embed::HASHING_MODEL_ID.to_string(), embed::HASHING_DIM));
     }
-    let id = embed::model_id_of(&s.model_dir).with_context(|| {
+    let id = embed::model_id_with(&s.model_dir, &s.prompts).with_context(|| {
         format!(
             "embedding model not found at {}: run scripts/setup, point --model / \
              HOPBENCH_MODEL_DIR at a model directory, or use --model {} (non-semantic)",
@@ -769,6 +773,7 @@ legs: {b: {kind: bm25}}
             exports: PathBuf::from("unused"),
             embeddings: PathBuf::from("unused"),
             model_dir: PathBuf::from("unused"),
+            prompts: PromptOverrides::default(),
             prepare: PrepareConfig::default(),
             cache_part: None,
         }

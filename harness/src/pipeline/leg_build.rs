@@ -68,7 +68,7 @@ pub fn vectors(export: &Export, texts: &[String], data: &DataSettings) -> Result
         eprintln!("warning: embedding cache {r}");
     }
     // the texts a leg retrieves with are turns and rewritten queries: they take the query prompt
-    let prompt = embed::prompt_for(model_id, &data.model_dir, Role::Query)
+    let prompt = embed::prompt_for(model_id, &data.model_dir, &data.prompts, Role::Query)
         .context("the prompt of the export's model")?;
     let misses: Vec<&str> = texts
         .iter()
@@ -76,7 +76,7 @@ pub fn vectors(export: &Export, texts: &[String], data: &DataSettings) -> Result
         .filter(|t| !cache.contains_as(&prompt, t))
         .collect();
     if !misses.is_empty() {
-        let found = embed::model_id_of(&data.model_dir).with_context(|| {
+        let found = embed::model_id_with(&data.model_dir, &data.prompts).with_context(|| {
             format!(
                 "{} texts need embedding and no model was found at {}",
                 misses.len(),
@@ -90,7 +90,7 @@ pub fn vectors(export: &Export, texts: &[String], data: &DataSettings) -> Result
                 data.model_dir.display()
             );
         }
-        let embedder = Embedder::load(&data.model_dir)?;
+        let embedder = Embedder::load_with(&data.model_dir, &data.prompts)?;
         embed::embed_cached(&embedder, &mut cache, Role::Query, &misses, &mut |_| {})?;
     }
     let mut out = TextVectors::new(export.dim);

@@ -165,6 +165,10 @@ impl Settings {
             exports: results.join("exports"),
             embeddings: results.join("embeddings"),
             model_dir: model,
+            prompts: hopbench_datasets::embed::PromptOverrides {
+                query: campaign.query_prompt.clone(),
+                passage: campaign.passage_prompt.clone(),
+            },
             prepare: campaign.prepare.clone(),
             cache_part: None,
         };
