@@ -188,6 +188,32 @@ impl LexicalEngine {
     }
 }
 
+/// `e`, the error of `entry` reading `rest`, naming the engine a key belongs to where `entry`
+/// does not read that key and another engine of the side does (`hnsw_ef` under `engine: exact`).
+fn with_owner<S: SideKey>(entry: &EngineEntry, rest: &Flat, e: ParamError) -> ParamError {
+    if matches!(e, ParamError::NotBuilt { .. }) {
+        return e;
+    }
+    for (key, value) in rest {
+        if entry.reads_key(key, value) {
+            continue;
+        }
+        let owners: Vec<&'static str> = crate::engine::ENGINES
+            .iter()
+            .filter(|o| o.serves(S::SIDE) && o.name != entry.name && o.reads_key(key, value))
+            .map(|o| o.name)
+            .collect();
+        if !owners.is_empty() {
+            return ParamError::KeyOfOtherEngine {
+                key: key.clone(),
+                owners,
+                error: Box::new(e),
+            };
+        }
+    }
+    e
+}
+
 /// Reads side `S` from its key of `map` (absent: the built-in engine).
 fn take_choice<S: SideKey>(map: &Flat) -> Result<Choice<S>, ParamError> {
     let key = S::SIDE.key();
@@ -212,7 +238,10 @@ fn take_choice<S: SideKey>(map: &Flat) -> Result<Choice<S>, ParamError> {
         }
     };
     match EngineEntry::named(S::SIDE, &engine) {
-        Some(entry) => entry.read(&rest).map(Choice::of).map_err(err),
+        Some(entry) => entry
+            .read(&rest)
+            .map(Choice::of)
+            .map_err(|e| err(with_owner::<S>(entry, &rest, e))),
         None => Err(err(ParamError::UnknownEngine {
             engine,
             known: EngineEntry::names(S::SIDE),
@@ -346,6 +375,32 @@ mod tests {
 
     fn parse(s: &str) -> Result<LegSpec, String> {
         serde_json::from_str(s).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_key_of_another_engine_names_the_engine_it_belongs_to() {
+        let e =
+            parse(r#"{"kind": "dense", "dense": {"engine": "exact", "hnsw_ef": 0}}"#).unwrap_err();
+        assert!(
+            e.contains("takes no parameters")
+                && e.contains("`hnsw_ef` is a key of engine `qdrant`: write `engine: qdrant`"),
+            "{e}"
+        );
+        // a key no engine of the side reads gets no hint
+        let e = parse(r#"{"kind": "dense", "dense": {"engine": "exact", "hnsw": 0}}"#).unwrap_err();
+        assert!(
+            e.contains("takes no parameters") && !e.contains("is a key of"),
+            "{e}"
+        );
+        // the external engine's `command` under the HNSW engine points back to it
+        let e = parse(r#"{"kind": "dense", "dense": {"engine": "qdrant", "command": ["x"]}}"#)
+            .unwrap_err();
+        if crate::engine::ENGINES
+            .iter()
+            .any(|e| e.name == "qdrant" && e.built.is_ok())
+        {
+            assert!(e.contains("is a key of engine `external`"), "{e}");
+        }
     }
 
     #[test]

@@ -121,6 +121,16 @@ pub enum ParamError {
         /// Why.
         error: Box<ParamError>,
     },
+    /// A key the named engine does not read but another engine of the side does.
+    #[error("{error} (`{key}` is a key of engine {}: write `engine: {}`)", .owners.iter().map(|o| format!("`{o}`")).collect::<Vec<_>>().join(" or "), .owners[0])]
+    KeyOfOtherEngine {
+        /// The key written.
+        key: String,
+        /// The engines of the side that read it.
+        owners: Vec<&'static str>,
+        /// The named engine's own error.
+        error: Box<ParamError>,
+    },
     /// An engine this build of hopbench lacks; `how` says how to get it.
     #[error("{how}")]
     NotBuilt {

@@ -3,9 +3,10 @@
 
 use serde::{Deserialize, Serialize};
 
-/// Statistical settings for summaries and comparisons.
+/// Statistical settings for summaries and comparisons. A key left out takes its default
+/// (`stats: {ci: off}` alone is a whole group); an unknown key is an error.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, default)]
 pub struct StatsConfig {
     /// Bootstrap resamples.
     pub resamples: usize,

@@ -301,7 +301,6 @@ pub fn default_datasets(arg: &str, campaign: &Campaign, have_data: bool) -> Resu
 /// (where the file exists) not a link that leads out of it. A campaign is a file people share,
 /// and reading `../../etc/passwd` as a corpus is never what a benchmark means.
 fn confine_files(campaign: &Campaign, data_dir: Option<&Path>) -> Result<()> {
-    use std::path::Component;
     let root = data_dir.and_then(|d| d.canonicalize().ok());
     for (name, spec) in &campaign.datasets {
         let vectors = spec.vectors.iter().flat_map(|v| {
@@ -317,9 +316,7 @@ fn confine_files(campaign: &Campaign, data_dir: Option<&Path>) -> Result<()> {
         for (role, paths) in files {
             for file in paths {
                 let p = Path::new(file);
-                let escapes = p.is_absolute()
-                    || p.components()
-                        .any(|c| matches!(c, Component::ParentDir | Component::Prefix(_)));
+                let escapes = p.is_absolute() || climbs_out(p);
                 let through_link = || match (&root, data_dir) {
                     (Some(root), Some(dir)) => dir
                         .join(p)
@@ -338,6 +335,25 @@ fn confine_files(campaign: &Campaign, data_dir: Option<&Path>) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Whether relative path `p`, read component by component, ever climbs above where it starts
+/// (`../x`, `m/../../x`); `./m/../m/q.json` stays inside. A root or a drive prefix leaves too.
+fn climbs_out(p: &Path) -> bool {
+    use std::path::Component;
+    let mut depth = 0usize;
+    for c in p.components() {
+        match c {
+            Component::Normal(_) => depth += 1,
+            Component::CurDir => {}
+            Component::ParentDir => match depth.checked_sub(1) {
+                Some(d) => depth = d,
+                None => return true,
+            },
+            Component::RootDir | Component::Prefix(_) => return true,
+        }
+    }
+    false
 }
 
 /// A path as campaign text (campaign paths are strings; a non-UTF-8 path is shown lossily).

@@ -388,6 +388,21 @@ fn dataset_files_are_confined_to_the_data_directory_unless_allowed() {
         let allowed = env.run(&[&args[..], &["--allow-outside-data-dir"]].concat());
         assert!(allowed.status.success(), "{file}: allowed");
     }
+    // a path that climbs and comes back down stays inside: accepted
+    std::fs::create_dir_all(env.path().join("data/m")).unwrap();
+    for file in ["./m/../m/q.json", "m/./q.json"] {
+        let campaign = format!(
+            "model: model\ndatasets:\n  m: {{format: musique, files: {{questions: '{file}'}}}}\nlegs:\n  bm25: {{kind: bm25}}\n"
+        );
+        std::fs::write(env.path().join("c3.yaml"), campaign).unwrap();
+        let out = env.run(&["datasets", "--campaign", "c3.yaml", "--data-dir", "data"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{file}: {err}");
+    }
+    let campaign = "model: model\ndatasets:\n  m: {format: musique, files: {questions: 'm/../../x.json'}}\nlegs:\n  bm25: {kind: bm25}\n";
+    std::fs::write(env.path().join("c4.yaml"), campaign).unwrap();
+    let out = env.run(&["datasets", "--campaign", "c4.yaml", "--data-dir", "data"]);
+    assert_eq!(out.status.code(), Some(2), "m/../../x.json climbs out");
 }
 
 #[test]

@@ -510,7 +510,10 @@ fn ci_off_is_the_only_way_to_no_intervals_and_it_turns_them_all_off() {
     );
     std::fs::write(
         env.path().join("campaign.yaml"),
-        campaign.replace("seed: 3}", "seed: 3, ci: off}"),
+        campaign.replace(
+            "stats: {resamples: 0, permutations: 0, seed: 3}",
+            "stats: {ci: off}",
+        ),
     )
     .unwrap();
     env.ok(&[

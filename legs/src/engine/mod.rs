@@ -242,6 +242,14 @@ impl EngineEntry {
         (self.parse)(rest)
     }
 
+    /// Whether its group reads `key` (set to `value`, every other key at its default), whether
+    /// or not this build has the engine: to tell a user which engine a misplaced key belongs to.
+    pub fn reads_key(&self, key: &str, value: &Value) -> bool {
+        let mut group = Flat::new();
+        group.insert(key.to_string(), value.clone());
+        (self.parse)(&group).is_ok()
+    }
+
     /// Whether it can answer `side`.
     pub fn serves(&self, side: SideKind) -> bool {
         self.sides.contains(&side)
