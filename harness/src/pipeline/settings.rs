@@ -255,7 +255,33 @@ fn resolve_run(s: &Settings, flags: &RunFlags) -> Result<(RunSection, MatrixSett
             .map(|c| parse_cells(c, &s.campaign))
             .transpose()?,
     };
+    refuse_cells_outside(&matrix)?;
     Ok((run, matrix))
+}
+
+/// A `--cells` cell outside the selected datasets and legs would be left out silently (a run
+/// of nothing that exits 0): it is an error naming the cell and the selection.
+fn refuse_cells_outside(m: &MatrixSettings) -> Result<()> {
+    let Some(cells) = &m.cells else {
+        return Ok(());
+    };
+    for (d, l) in cells {
+        if !m.datasets.contains(d) {
+            anyhow::bail!(
+                "--cells: `{d}/{l}`: dataset `{d}` is not among the selected datasets ({}); \
+                 add it to --datasets",
+                m.datasets.join(", ")
+            );
+        }
+        if !m.legs.contains(l) {
+            anyhow::bail!(
+                "--cells: `{d}/{l}`: leg `{l}` is not among the selected legs ({}); add it to \
+                 --legs",
+                m.legs.join(", ")
+            );
+        }
+    }
+    Ok(())
 }
 
 /// `--cells D/L,D/L`: cells by dataset and leg name (as under `cells/`), each of the campaign.

@@ -220,6 +220,35 @@ fn status_names_stale_and_failed_cells() {
         "synthetic/dense,dialogues/bm25",
     ]);
     assert!(run.contains("2 cells: 2 computed"), "{run}");
+    // a cell outside the selection is an error naming it, not a run of nothing
+    for (flag, value, cell, says) in [
+        (
+            "--legs",
+            "bm25",
+            "synthetic/dense",
+            "leg `dense` is not among the selected legs",
+        ),
+        (
+            "--datasets",
+            "synthetic",
+            "dialogues/bm25",
+            "dataset `dialogues` is not among",
+        ),
+    ] {
+        let out = env.run(&[
+            "run-matrix",
+            "--threads",
+            "1",
+            "--quiet",
+            flag,
+            value,
+            "--cells",
+            cell,
+        ]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{cell}: {err}");
+        assert!(err.contains(says) && err.contains(cell), "{cell}: {err}");
+    }
     assert!(
         !results.join("cells/dialogues/bm25.failed.txt").exists(),
         "a success clears it"
