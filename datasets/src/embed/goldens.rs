@@ -99,32 +99,21 @@ fn strings(v: &Value) -> Vec<String> {
         .collect()
 }
 
-fn vectors(v: &Value) -> Vec<Vec<f32>> {
+/// A JSON list of lists, each number read by `read`.
+fn rows<T>(v: &Value, read: impl Fn(&Value) -> T) -> Vec<Vec<T>> {
     v.as_array()
         .unwrap()
         .iter()
-        .map(|row| {
-            row.as_array()
-                .unwrap()
-                .iter()
-                .map(|x| x.as_f64().unwrap() as f32)
-                .collect()
-        })
+        .map(|row| row.as_array().unwrap().iter().map(&read).collect())
         .collect()
 }
 
+fn vectors(v: &Value) -> Vec<Vec<f32>> {
+    rows(v, |x| x.as_f64().unwrap() as f32)
+}
+
 fn ids(v: &Value) -> Vec<Vec<u32>> {
-    v.as_array()
-        .unwrap()
-        .iter()
-        .map(|row| {
-            row.as_array()
-                .unwrap()
-                .iter()
-                .map(|x| x.as_u64().unwrap() as u32)
-                .collect()
-        })
-        .collect()
+    rows(v, |x| x.as_u64().unwrap() as u32)
 }
 
 /// The largest component difference between two lists of vectors (and that they have the

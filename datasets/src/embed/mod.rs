@@ -53,6 +53,7 @@ mod goldens;
 #[cfg(test)]
 mod tests;
 
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
@@ -161,8 +162,10 @@ pub struct Embedder {
     tokenizer: Tokenizer,
     encoder: Encoder,
     pipeline: ModelDir,
-    /// Tokens of each role's prompt that leave the pooling (0: none, or the prompt is pooled).
-    skip: [usize; 2],
+    /// Tokens of the query prompt that leave the pooling (0: none, or the prompt is pooled).
+    query_skip: usize,
+    /// The same for the passage prompt.
+    passage_skip: usize,
 }
 
 impl std::fmt::Debug for Embedder {
@@ -246,13 +249,12 @@ impl Embedder {
             tokenizer,
             encoder,
             pipeline,
-            skip: [0, 0],
+            query_skip: 0,
+            passage_skip: 0,
         };
         if !e.pipeline.pooling.include_prompt {
-            e.skip = [
-                e.prompt_length(&e.pipeline.prompts.query)?,
-                e.prompt_length(&e.pipeline.prompts.passage)?,
-            ];
+            e.query_skip = e.prompt_length(&e.pipeline.prompts.query)?;
+            e.passage_skip = e.prompt_length(&e.pipeline.prompts.passage)?;
         }
         Ok(e)
     }
@@ -343,7 +345,10 @@ impl Embedder {
         progress: &mut dyn FnMut(usize),
     ) -> Result<Vec<Vec<f32>>> {
         let prompt = self.prompt(role);
-        let skip = self.skip[role as usize];
+        let skip = match role {
+            Role::Query => self.query_skip,
+            Role::Passage => self.passage_skip,
+        };
         let mut ids: Vec<Vec<u32>> = Vec::with_capacity(texts.len());
         let mut types: Vec<Vec<u32>> = Vec::with_capacity(texts.len());
         for chunk in texts.chunks(TOKENIZE_CHUNK) {
@@ -400,15 +405,13 @@ impl Embedder {
         let texts = texts
             .iter()
             .map(|t| {
-                self.bounded_prefix(t).map(|t| {
-                    if prompt.is_empty() {
-                        t.to_string()
-                    } else {
-                        format!("{prompt}{t}")
-                    }
+                // a text without a prompt is tokenised in place, not copied
+                self.bounded_prefix(t).map(|t| match prompt {
+                    "" => Cow::Borrowed(t),
+                    _ => Cow::Owned(format!("{prompt}{t}")),
                 })
             })
-            .collect::<Result<Vec<String>>>()?;
+            .collect::<Result<Vec<Cow<'_, str>>>>()?;
         let encodings = self
             .tokenizer
             .encode_batch(texts, true)
