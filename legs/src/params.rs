@@ -50,6 +50,18 @@ pub enum ParamError {
         /// Every kind's name.
         known: Vec<&'static str>,
     },
+    /// `model` is not a non-empty string.
+    #[error("`model` must be a model directory (a non-empty string), got {got}")]
+    ModelNotString {
+        /// The value written.
+        got: Value,
+    },
+    /// `model` on a kind that reads no vectors.
+    #[error("`model` names the model whose vectors a leg reads, and kind `{kind}` reads none")]
+    ModelWithoutVectors {
+        /// The kind.
+        kind: &'static str,
+    },
     /// A parameter of kind `kind` could not be read.
     #[error("kind `{kind}`: {error}")]
     InKind {

@@ -44,6 +44,10 @@ pub struct AssemblyProbe<'a> {
 #[derive(Clone)]
 pub struct LegSpec {
     config: Arc<dyn LegConfig>,
+    /// `model:`, the model directory whose vectors the leg reads in place of the campaign's
+    /// (the harness loads it and gives the leg the export with that model's vectors); `None`
+    /// for the campaign's model.
+    model: Option<String>,
 }
 
 impl LegSpec {
@@ -51,15 +55,21 @@ impl LegSpec {
     pub fn of<K: LegKind>(config: K) -> LegSpec {
         LegSpec {
             config: Arc::new(config),
+            model: None,
         }
     }
 
-    /// Reads `{kind: ..., <parameters>}`.
+    /// Reads `{kind: ..., [model: DIR,] <parameters>}`.
     pub fn from_flat(mut map: Flat) -> Result<LegSpec, ParamError> {
         let kind = match map.remove("kind") {
             Some(Value::String(k)) => k,
             Some(other) => return Err(ParamError::KindNotString { got: other }),
             None => return Err(ParamError::MissingKind),
+        };
+        let model = match map.remove("model") {
+            None => None,
+            Some(Value::String(m)) if !m.trim().is_empty() => Some(m),
+            Some(other) => return Err(ParamError::ModelNotString { got: other }),
         };
         let Some(entry) = Kind::named(&kind) else {
             return Err(ParamError::UnknownKind {
@@ -71,7 +81,26 @@ impl LegSpec {
             kind: kind.clone(),
             error: Box::new(e),
         })?;
-        Ok(LegSpec { config })
+        if model.is_some() && !config.reads_vectors() {
+            return Err(ParamError::ModelWithoutVectors {
+                kind: config.kind(),
+            });
+        }
+        Ok(LegSpec { config, model })
+    }
+
+    /// The model directory the leg's vectors are of (`model:`), `None` for the campaign's.
+    pub fn model(&self) -> Option<&str> {
+        self.model.as_deref()
+    }
+
+    /// The spec with `model:` set to `model` (`None`: the campaign's), for a caller that
+    /// resolves the directory it names.
+    pub fn with_model(&self, model: Option<String>) -> LegSpec {
+        LegSpec {
+            config: self.config.clone(),
+            model,
+        }
     }
 
     /// The kind's name as written in the campaign.
@@ -183,7 +212,10 @@ impl LegSpec {
     /// in messages.
     pub fn pin_inputs(&self, name: &str, base: &std::path::Path) -> Result<LegSpec, LegError> {
         Ok(match self.config.pin_inputs(name, base)? {
-            Some(config) => LegSpec { config },
+            Some(config) => LegSpec {
+                config,
+                model: self.model.clone(),
+            },
             None => self.clone(),
         })
     }
@@ -218,7 +250,7 @@ impl LegSpec {
 
 impl PartialEq for LegSpec {
     fn eq(&self, other: &Self) -> bool {
-        self.kind() == other.kind() && self.params() == other.params()
+        self.kind() == other.kind() && self.model == other.model && self.params() == other.params()
     }
 }
 
@@ -226,18 +258,24 @@ impl fmt::Debug for LegSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("LegSpec")
             .field("kind", &self.kind())
+            .field("model", &self.model)
             .field("params", &self.params())
             .finish()
     }
 }
 
-/// `kind` first, then every parameter in name order: how `hopbench legs` and `--show-settings`
-/// print a leg, and what a cell key hashes.
+/// `kind` first, then `model` where the leg names one, then every parameter in name order: how
+/// `hopbench legs` and `--show-settings` print a leg, and what a cell key hashes (a leg without
+/// `model` hashes as it did before legs could name one).
 impl Serialize for LegSpec {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let params = self.params();
-        let mut map = s.serialize_map(Some(params.len() + 1))?;
+        let mut map =
+            s.serialize_map(Some(params.len() + 1 + usize::from(self.model.is_some())))?;
         map.serialize_entry("kind", self.kind())?;
+        if let Some(m) = &self.model {
+            map.serialize_entry("model", m)?;
+        }
         for (k, v) in &params {
             map.serialize_entry(k, v)?;
         }
@@ -293,6 +331,30 @@ mod tests {
             .unwrap()
             .validate("d")
             .is_err());
+    }
+
+    #[test]
+    fn a_leg_names_its_model_after_its_kind_and_only_where_it_reads_vectors() {
+        let s = parse(r#"{"kind":"bm25","model":"models/m"}"#).unwrap();
+        assert_eq!(s.model(), Some("models/m"));
+        // printed right after `kind`, and a leg without one prints as it always did
+        assert_eq!(
+            serde_json::to_string(&s).unwrap(),
+            r#"{"kind":"bm25","model":"models/m","pool_k":100,"rrf_k":60.0}"#
+        );
+        assert_eq!(parse(&serde_json::to_string(&s).unwrap()).unwrap(), s);
+        assert_ne!(s, parse(r#"{"kind":"bm25"}"#).unwrap());
+        assert_eq!(s.with_model(None), parse(r#"{"kind":"bm25"}"#).unwrap());
+        for bad in [r#"{"kind":"bm25","model":""}"#, r#"{"kind":"bm25","model":3}"#] {
+            let e = parse(bad).unwrap_err().to_string();
+            assert!(e.contains("`model` must be a model directory"), "{bad}: {e}");
+        }
+        for kind in ["lexical", "lexical_content_only"] {
+            let e = parse(&format!(r#"{{"kind":"{kind}","model":"m"}}"#))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(&format!("kind `{kind}` reads none")), "{e}");
+        }
     }
 
     #[test]

@@ -162,10 +162,10 @@ impl crate::hnsw::Rows for MappedVectors {
     }
 }
 
-/// Where `column` of the export in `export_dir` (content hash `content_hash`) is written:
+/// Where `column` of the export in `export_dir` (vectors key `vectors_key`: [`super::Manifest::vectors_key`]) is written:
 /// beside the shards of the same export, named by what it is derived from.
-pub fn mapped_path(export_dir: &Path, content_hash: &str, column: &str) -> PathBuf {
-    let key = blake3::hash(source(content_hash, column).as_bytes()).to_hex();
+pub fn mapped_path(export_dir: &Path, vectors_key: &str, column: &str) -> PathBuf {
+    let key = blake3::hash(source(vectors_key, column).as_bytes()).to_hex();
     crate::hnsw::shards_root(export_dir)
         .join("vectors")
         .join(format!("{column}-{}.f32", &key.as_str()[..16]))
@@ -181,7 +181,7 @@ fn sidecar_path(path: &Path) -> PathBuf {
 
 /// [`Export::mapped_vectors`].
 pub(super) fn open_or_write(export: &Export, column: &str) -> Result<MappedVectors> {
-    let content_hash = export.manifest.content_hash();
+    let content_hash = export.vectors_key();
     let path = mapped_path(&export.dir, &content_hash, column);
     let want = |blake3: String| Sidecar {
         source: source(&content_hash, column),
@@ -248,7 +248,6 @@ fn write(
     path: &Path,
     sidecar: impl Fn(String) -> Sidecar,
 ) -> Result<()> {
-    verify(&export.dir, &export.manifest, "corpus.parquet")?;
     let dir = path.parent().expect("a mapped file lies in a directory");
     fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
     let tmp = Partial::beside(path);
@@ -256,18 +255,26 @@ fn write(
     let mut out = std::io::BufWriter::with_capacity(1 << 20, &file);
     let mut hasher = blake3::Hasher::new();
     let mut bytes = Vec::new();
-    pq::stream_vectors(
-        &export.dir.join("corpus.parquet"),
-        column,
-        export.dim,
-        export.chunks.len(),
-        |floats| {
-            bytes.clear();
-            bytes.extend(floats.iter().flat_map(|f| f.to_le_bytes()));
-            hasher.update(&bytes);
-            out.write_all(&bytes).map_err(|e| Error::io(&tmp.0, e))
-        },
-    )?;
+    let mut put = |floats: &[f32]| {
+        bytes.clear();
+        bytes.extend(floats.iter().flat_map(|f| f.to_le_bytes()));
+        hasher.update(&bytes);
+        out.write_all(&bytes).map_err(|e| Error::io(&tmp.0, e))
+    };
+    match export.model_part() {
+        // another model's vectors: its part's file, checked against its hash as it is read
+        Some(part) => put(&part.read(super::read::part_set(column))?)?,
+        None => {
+            verify(&export.dir, &export.manifest, "corpus.parquet")?;
+            pq::stream_vectors(
+                &export.dir.join("corpus.parquet"),
+                column,
+                export.dim,
+                export.chunks.len(),
+                put,
+            )?
+        }
+    }
     out.flush().map_err(|e| Error::io(&tmp.0, e))?;
     drop(out);
     file.sync_all().map_err(|e| Error::io(&tmp.0, e))?;

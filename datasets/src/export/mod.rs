@@ -72,6 +72,7 @@ mod extend;
 mod head;
 mod identity;
 mod mapped;
+mod model_part;
 mod on_demand;
 mod parts;
 mod query_vectors;
@@ -98,9 +99,13 @@ pub use build::{subquery_ids, subquery_texts};
 pub use head::{read_head, ExportHead, QueryHead};
 pub use identity::{planned_manifest, read_manifest};
 pub use mapped::{mapped_path, MappedVectors};
+pub use model_part::{
+    model_part, model_part_dir, ModelPart, ModelPartManifest, PartBuild, PartSet, MODELS_DIR,
+    MODEL_PART_VERSION,
+};
 pub use parts::{Part, Parts};
 pub use query_vectors::KeepVectors;
-pub use read::{load, load_keeping};
+pub use read::{load, load_keeping, load_with_model};
 
 /// Version of the export layout; part of every input key, so a layout change re-prepares, and
 /// checked by [`load`], so an export of another layout is never read. 4: `char_start` and
@@ -357,6 +362,24 @@ impl Manifest {
         }
         h.finalize().to_hex().to_string()
     }
+
+    /// What the vectors of a leg over this export are keyed by (the caches built from them:
+    /// mapped files, index shards): the export's content hash for its own vectors, and for
+    /// another model's ([`ModelPart`]) that hash with the model id, of which those vectors are
+    /// a pure function.
+    pub fn vectors_key(&self, model: Option<&str>) -> String {
+        let content = self.content_hash();
+        match model {
+            None => content,
+            Some(m) => {
+                let mut h = blake3::Hasher::new();
+                h.update(content.as_bytes());
+                h.update(b"\0model\0");
+                h.update(m.as_bytes());
+                h.finalize().to_hex().to_string()
+            }
+        }
+    }
 }
 
 /// A loaded export: what every leg reads is in memory; the chunks' texts and vectors, the
@@ -403,6 +426,9 @@ pub struct Export {
     /// order; see [`subquery_texts`]), `None` without a decomposition (read on demand: only
     /// the legs that run a decomposition as a task read them).
     subquery_embeddings: OnDemand<Vec<Option<Vec<f32>>>>,
+    /// Another model's vectors in place of the export's own ([`load_with_model`]): every
+    /// vector the export hands out is then that model's; `None` for the export's own.
+    model_part: Option<ModelPart>,
 }
 
 /// The knowledge graph and the indices built from it, read together.
@@ -573,6 +599,10 @@ impl Export {
     /// `None` when the set is present, or absent because the dataset has no headers or
     /// decompositions.
     pub fn vectors_not_brought(&self, set: VectorSet) -> Option<String> {
+        if self.model_part.is_some() {
+            // another model's part embeds every set the texts have
+            return None;
+        }
         let v = self.manifest.vectors.as_ref()?;
         v.absent.iter().any(|a| a == set.key()).then(|| {
             format!(
@@ -593,7 +623,27 @@ impl Export {
     /// Whether the vectors came from the dataset's own files rather than the embedder (texts
     /// that are not in those files, such as conversation turns, have no vector then).
     pub fn brings_vectors(&self) -> bool {
-        self.manifest.vectors.is_some()
+        self.model_part.is_none() && self.manifest.vectors.is_some()
+    }
+
+    /// The id of the model whose vectors the export hands out: another model's part's
+    /// ([`load_with_model`]), else the export's own.
+    pub fn model_id(&self) -> &str {
+        match &self.model_part {
+            Some(p) => p.model_id(),
+            None => &self.manifest.model_id,
+        }
+    }
+
+    /// The other model's part whose vectors the export hands out, `None` for its own.
+    pub fn model_part(&self) -> Option<&ModelPart> {
+        self.model_part.as_ref()
+    }
+
+    /// What caches built from the export's vectors are keyed by ([`Manifest::vectors_key`]).
+    pub fn vectors_key(&self) -> String {
+        self.manifest
+            .vectors_key(self.model_part.as_ref().map(ModelPart::model_id))
     }
 }
 

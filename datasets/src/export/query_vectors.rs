@@ -36,6 +36,35 @@ impl QueryVectors {
         }
     }
 
+    /// The rows of `data` (every query's vector, row-major, `dim` wide) that `keep` names
+    /// (every row when `None`).
+    pub(super) fn from_rows(data: Vec<f32>, dim: usize, keep: Option<&[usize]>) -> QueryVectors {
+        let Some(keep) = keep else {
+            return QueryVectors::all(data, dim);
+        };
+        let queries = data.len() / dim.max(1);
+        let mut rows = vec![NOT_HELD; queries];
+        for &q in keep {
+            if let Some(slot) = rows.get_mut(q) {
+                *slot = 0;
+            }
+        }
+        let mut held = Vec::new();
+        let mut rank = 0u32;
+        for (q, slot) in rows.iter_mut().enumerate() {
+            if *slot != NOT_HELD {
+                *slot = rank;
+                rank += 1;
+                held.extend_from_slice(&data[q * dim..(q + 1) * dim]);
+            }
+        }
+        QueryVectors {
+            dim,
+            data: held,
+            rows: Some(rows),
+        }
+    }
+
     /// The `embedding` column of `queries.parquet` at `path` (`queries` rows, `dim` wide), read
     /// a batch at a time, keeping the rows in `keep` (every row when `None`). The whole column
     /// is still decoded and checked for its shape; what is not kept is not held.

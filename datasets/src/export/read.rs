@@ -18,7 +18,8 @@ use super::identity::{read_manifest, verify};
 use super::on_demand::OnDemand;
 use super::query_vectors::{KeepVectors, QueryVectors};
 use super::{
-    Bm25Stats, Chunk, ChunkText, Export, Graph, Manifest, Part, Parts, QueryRecord, EXPORT_VERSION,
+    Bm25Stats, Chunk, ChunkText, Export, Graph, Manifest, ModelPart, Part, PartSet, Parts,
+    QueryRecord, EXPORT_VERSION,
 };
 use crate::enrich;
 use crate::error::{Error, Result};
@@ -26,6 +27,7 @@ use crate::lexical::{Bm25Index, Bm25Loading, Tokenizer};
 use crate::model::{Span, SubQuestion};
 use crate::parquet_io::{self as pq, Columns};
 use crate::simgraph::{SimGraph, SIMGRAPH_FILES};
+use crate::vectors_file::VectorSet;
 
 /// The corpus columns [`texts`] reads.
 const TEXT_COLUMNS: [&str; 3] = ["title", "text", "context_header"];
@@ -78,9 +80,70 @@ pub fn load_keeping(dir: &Path, keep: Option<KeepVectors<'_>>) -> Result<Export>
         kg: OnDemand::new(),
         simgraph: OnDemand::new(),
         subquery_embeddings: OnDemand::new(),
+        model_part: None,
     };
     // the decoded columns the structures were built from are gone: their pages go back
     crate::memory::release_freed();
+    Ok(export)
+}
+
+/// [`load_keeping`], with the vectors of another model's part of the export ([`ModelPart`]) in
+/// place of its own: its passage, content-only, query and sub-question vectors, its dimension.
+/// The part must be of this export (its manifest names the export's input key) and hold a row
+/// per chunk, per query and per sub-question; its query vectors are read now (those `keep`
+/// names), the rest on demand, each file checked against its hash first.
+pub fn load_with_model(
+    dir: &Path,
+    keep: Option<KeepVectors<'_>>,
+    part: &ModelPart,
+) -> Result<Export> {
+    let mut export = load_keeping(dir, keep)?;
+    let mpath = part.dir.join("manifest.json");
+    if part.manifest.export_key != export.manifest.input_key {
+        return Err(Error::field(
+            &mpath,
+            "manifest",
+            "export_key",
+            format!(
+                "is {}, the export's input key is {}: the part is of another export",
+                part.manifest.export_key, export.manifest.input_key
+            ),
+        ));
+    }
+    let subs: usize = (export.queries.iter())
+        .filter_map(|q| q.decomposition.as_ref().map(Vec::len))
+        .sum();
+    let any_header =
+        export.has_content_embeddings || export.vectors_not_brought(VectorSet::Content).is_some();
+    for (set, want) in [
+        (PartSet::Passages, Some(export.chunks.len())),
+        (PartSet::Content, any_header.then_some(export.chunks.len())),
+        (PartSet::Queries, Some(export.queries.len())),
+        (PartSet::Subqueries, (subs > 0).then_some(subs)),
+    ] {
+        let have = part.manifest.rows.get(set.file()).copied();
+        if have != want {
+            let show = |n: Option<usize>| n.map_or("no file".to_string(), |n| format!("{n} rows"));
+            return Err(Error::field(
+                &mpath,
+                "manifest",
+                "rows",
+                format!(
+                    "gives {} {}, the export implies {}",
+                    set.file(),
+                    show(have),
+                    show(want)
+                ),
+            ));
+        }
+    }
+    let dim = part.dim();
+    let kept = keep.map(|keep| keep(&export.queries));
+    export.query_vectors =
+        QueryVectors::from_rows(part.read(PartSet::Queries)?, dim, kept.as_deref());
+    export.dim = dim;
+    export.has_content_embeddings = part.has(PartSet::Content);
+    export.model_part = Some(part.clone());
     Ok(export)
 }
 
@@ -363,6 +426,9 @@ const SUBQUERY_COLUMN: &str = "subquery_embeddings";
 /// Every query's sub-question vectors from `export`'s `queries.parquet` (checked against its
 /// hash first), each row checked against what its query's decomposition implies.
 pub(super) fn subqueries(export: &Export) -> Result<Vec<Option<Vec<f32>>>> {
+    if let Some(part) = &export.model_part {
+        return part_subqueries(export, part);
+    }
     verify(&export.dir, &export.manifest, "queries.parquet")?;
     let path = export.dir.join("queries.parquet");
     let table = pq::Table::read_columns(&path, &[SUBQUERY_COLUMN])?;
@@ -395,6 +461,38 @@ pub(super) fn subqueries(export: &Export) -> Result<Vec<Option<Vec<f32>>>> {
         check_subquery_floats(&path, &q.id, row, want, have.as_ref().map(Vec::len))?;
     }
     Ok(subs)
+}
+
+/// Every query's sub-question vectors from another model's part, split by the decompositions
+/// (whose total the part's rows were checked against when it was loaded).
+fn part_subqueries(export: &Export, part: &ModelPart) -> Result<Vec<Option<Vec<f32>>>> {
+    let flat = if part.has(PartSet::Subqueries) {
+        part.read(PartSet::Subqueries)?
+    } else {
+        Vec::new()
+    };
+    let dim = export.dim;
+    let mut at = 0;
+    let mut out = Vec::with_capacity(export.queries.len());
+    for q in &export.queries {
+        out.push(match &q.decomposition {
+            None => None,
+            Some(d) => {
+                let end = at + d.len() * dim;
+                let Some(rows) = flat.get(at..end) else {
+                    return Err(Error::field(
+                        part.path(PartSet::Subqueries),
+                        &q.id,
+                        "vectors",
+                        "the file ends before this query's sub-questions",
+                    ));
+                };
+                at = end;
+                Some(rows.to_vec())
+            }
+        });
+    }
+    Ok(out)
 }
 
 /// Checks that row `row` (query `qid`) holds the sub-question vector floats its decomposition
@@ -565,9 +663,21 @@ pub(super) fn simgraph(export: &Export) -> Result<SimGraph> {
 /// The vector column `column` of `export`'s corpus (checked against its hash first), streamed
 /// into one row-major buffer.
 pub(super) fn vectors(export: &Export, column: &str) -> Result<Vec<f32>> {
+    if let Some(part) = &export.model_part {
+        return part.read(part_set(column));
+    }
     verify(&export.dir, &export.manifest, "corpus.parquet")?;
     let path = export.dir.join("corpus.parquet");
     pq::read_vectors(&path, column, export.dim, export.chunks.len())
+}
+
+/// The set of a model part that holds what corpus column `column` holds for the export's own
+/// model.
+pub(super) fn part_set(column: &str) -> PartSet {
+    match column {
+        "embedding_content" => PartSet::Content,
+        _ => PartSet::Passages,
+    }
 }
 
 /// Reads the nullable `list<float32>` column `name` (null items are an error).

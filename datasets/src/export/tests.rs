@@ -1509,3 +1509,177 @@ fn an_export_of_texts_spilled_in_several_blocks_is_the_held_texts_export() {
     assert_eq!(loaded.hyperedges, kg.hyperedges);
     assert_eq!(e.kg_index().unwrap().edges().collect::<Vec<_>>(), kg.edges);
 }
+
+/// A second fake model, of another dimension and telling queries from passages (as a model
+/// with prompts does), so a vector in the wrong role or from the wrong model shows.
+fn other_model(calls: std::rc::Rc<std::cell::Cell<usize>>) -> EmbedFn<'static> {
+    let dim = 12;
+    EmbedFn {
+        model_id: "other@1".into(),
+        dim,
+        embed: Box::new(move |texts, role, _| {
+            calls.set(calls.get() + texts.len());
+            Ok(texts
+                .iter()
+                .map(|t| {
+                    let mut v = vec![0.0f32; dim];
+                    v[0] = if role == crate::model::Role::Query {
+                        3.0
+                    } else {
+                        0.5
+                    };
+                    for (i, b) in t.bytes().enumerate() {
+                        v[(b as usize * 7 + i) % dim] += 1.0;
+                    }
+                    let n = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-9);
+                    v.iter().map(|x| x / n).collect()
+                })
+                .collect())
+        }),
+    }
+}
+
+/// A dataset with every vector set: headers (content-only vectors) and a decomposition.
+fn every_set() -> RawDataset {
+    let mut r = with_header();
+    r.questions[0].decomposition = Some(vec![
+        SubQuestion {
+            question: "who founded the company".into(),
+            answer: "Alpha".into(),
+            gold: vec!["a".into()],
+        },
+        SubQuestion {
+            question: "where was #1 born".into(),
+            answer: "a city".into(),
+            gold: vec!["b".into()],
+        },
+    ]);
+    r
+}
+
+#[test]
+fn another_models_part_holds_the_vectors_preparing_with_that_model_writes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+    let calls = std::rc::Rc::new(std::cell::Cell::new(0));
+    let cfg = PrepareConfig::default();
+    prepare(
+        &source(),
+        || Ok(every_set()),
+        &cfg,
+        &mut fake(8, calls.clone()),
+        &a,
+    )
+    .unwrap();
+    prepare(
+        &source(),
+        || Ok(every_set()),
+        &cfg,
+        &mut other_model(calls.clone()),
+        &b,
+    )
+    .unwrap();
+    let own = load(&a).unwrap();
+    let want = load(&b).unwrap();
+    let mut other = other_model(calls.clone());
+    let (part, how) = model_part(&own, &mut other).unwrap();
+    assert_eq!(how, PartBuild::Built);
+    assert_eq!(part.dir, model_part_dir(&a, "other@1"));
+    let view = load_with_model(&a, None, &part).unwrap();
+    // every vector set is the one an export prepared with the other model holds
+    assert_eq!((view.dim, view.model_id()), (12, "other@1"));
+    assert_eq!(view.embeddings().unwrap(), want.embeddings().unwrap());
+    assert_eq!(
+        view.content_embeddings().unwrap(),
+        want.content_embeddings().unwrap()
+    );
+    assert!(view.content_embeddings().unwrap().is_some());
+    for q in 0..view.queries.len() {
+        assert_eq!(
+            view.query_embedding(q),
+            want.query_embedding(q),
+            "query {q}"
+        );
+    }
+    assert_eq!(
+        view.subquery_embeddings().unwrap(),
+        want.subquery_embeddings().unwrap()
+    );
+    // everything else is the export's own, and the caches over the vectors are keyed apart
+    assert_eq!(view.chunks, own.chunks);
+    assert_eq!(view.manifest, own.manifest);
+    assert_eq!(own.vectors_key(), own.manifest.content_hash());
+    assert_ne!(view.vectors_key(), own.vectors_key());
+    assert_eq!(
+        view.mapped_vectors("embedding").unwrap().rows().unwrap(),
+        want.embeddings().unwrap()
+    );
+    // a view keeping some queries' vectors holds those
+    let keep = |_: &[QueryRecord]| vec![1usize];
+    let some = load_with_model(&a, Some(&keep), &part).unwrap();
+    assert_eq!(some.query_embedding(1), want.query_embedding(1));
+    // asked again: reused, nothing embedded
+    let before = calls.get();
+    let (again, how) = model_part(&own, &mut other_model(calls.clone())).unwrap();
+    assert_eq!((how, calls.get()), (PartBuild::Reused, before));
+    assert_eq!(again, part);
+}
+
+#[test]
+fn a_damaged_or_foreign_model_part_is_rebuilt_and_a_mismatched_one_never_loads() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = tmp.path().join("a");
+    let calls = std::rc::Rc::new(std::cell::Cell::new(0));
+    prepare(
+        &source(),
+        || Ok(every_set()),
+        &PrepareConfig::default(),
+        &mut fake(8, calls.clone()),
+        &a,
+    )
+    .unwrap();
+    let own = load(&a).unwrap();
+    let (part, _) = model_part(&own, &mut other_model(calls.clone())).unwrap();
+    let good = part.read(PartSet::Passages).unwrap();
+    // a changed byte: refused when read, rebuilt when asked for
+    let file = part.path(PartSet::Passages);
+    let mut bytes = std::fs::read(&file).unwrap();
+    bytes[5] ^= 0x40;
+    std::fs::write(&file, &bytes).unwrap();
+    let e = part.read(PartSet::Passages).unwrap_err().to_string();
+    assert!(e.contains("passages.f32") && e.contains("blake3"), "{e}");
+    let (fixed, how) = model_part(&own, &mut other_model(calls.clone())).unwrap();
+    assert_eq!(how, PartBuild::Replaced);
+    assert_eq!(fixed.read(PartSet::Passages).unwrap(), good);
+    // a part of another export (its manifest names another input key) is rebuilt, and never
+    // loads as this export's
+    let mpath = part.dir.join("manifest.json");
+    let text = std::fs::read_to_string(&mpath).unwrap();
+    let foreign = text.replace(&own.manifest.input_key, &"0".repeat(64));
+    std::fs::write(&mpath, &foreign).unwrap();
+    let mut stale = fixed.clone();
+    stale.manifest.export_key = "0".repeat(64);
+    let e = load_with_model(&a, None, &stale).unwrap_err().to_string();
+    assert!(
+        e.contains("export_key") && e.contains("another export"),
+        "{e}"
+    );
+    assert_eq!(
+        model_part(&own, &mut other_model(calls.clone())).unwrap().1,
+        PartBuild::Replaced
+    );
+    // rows that disagree with the export: named
+    let mut short = fixed.clone();
+    short.manifest.rows.insert("queries.f32".into(), 1);
+    let e = load_with_model(&a, None, &short).unwrap_err().to_string();
+    assert!(
+        e.contains("queries.f32") && e.contains("1 rows") && e.contains("2 rows"),
+        "{e}"
+    );
+    // a file in the way of the part: set aside and rebuilt
+    std::fs::remove_dir_all(&part.dir).unwrap();
+    std::fs::write(&part.dir, b"in the way").unwrap();
+    let (p, how) = model_part(&own, &mut other_model(calls)).unwrap();
+    assert_eq!(how, PartBuild::Replaced);
+    assert_eq!(p.read(PartSet::Passages).unwrap(), good);
+}

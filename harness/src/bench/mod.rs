@@ -27,6 +27,7 @@ use serde::Serialize;
 use crate::measure::metrics;
 use crate::pipeline::campaign::Campaign;
 use crate::pipeline::data::{self, DataSettings, DatasetState};
+use crate::pipeline::leg_model;
 
 /// Latency of one leg on one dataset.
 #[derive(Debug, Serialize)]
@@ -91,17 +92,28 @@ pub fn latency(
             eprintln!("{dataset} x {name}: skipped (a conversation leg reads its own export's turns; --queries-from does not apply)");
             continue;
         }
-        let leg = match crate::pipeline::leg_build::build(spec, name, export, data)? {
-            Ok(l) => l,
-            Err(e) => {
-                eprintln!("{dataset} x {name}: skipped ({e})");
-                continue;
-            }
-        };
+        if queries_from.is_some() && spec.model().is_some() {
+            eprintln!("{dataset} x {name}: skipped (the leg reads its own model's vectors of its own export's queries; --queries-from does not apply)");
+            continue;
+        }
+        let (leg_export, model) = leg_model::for_leg(campaign, name, export, data)?;
+        let leg =
+            match crate::pipeline::leg_build::build(spec, name, &leg_export, data, model.as_ref())?
+            {
+                Ok(l) => l,
+                Err(e) => {
+                    eprintln!("{dataset} x {name}: skipped ({e})");
+                    continue;
+                }
+            };
         let n = limit.map_or(source.queries.len(), |l| l.min(source.queries.len()));
         let mut tops = BTreeMap::new();
         for q in 0..n {
-            let input = input(q);
+            let input = match model {
+                // the leg's own model's query vectors, of the same queries
+                Some(_) => QueryInput::from_export(&leg_export, q),
+                None => input(q),
+            };
             let sel = leg.select(&input, &leg.retrieve(&input)?, None)?;
             if top > 0 {
                 let ids = sel
@@ -341,8 +353,11 @@ pub fn assembly(
             spec.kind()
         );
     };
+    let (export, model) = &leg_model::for_leg(campaign, leg, export, data)?;
+    let leg_data = model.as_ref().map(|m| m.data_settings(data));
+    let data = leg_data.as_ref().unwrap_or(data);
     let build = |spec: &LegSpec, name: &str| -> Result<Box<dyn hopbench_legs::Leg>> {
-        crate::pipeline::leg_build::build(spec, name, export, data)?
+        crate::pipeline::leg_build::build(spec, name, export, data, model.as_ref())?
             .map_err(|e| anyhow::anyhow!("{dataset} x {name}: {e}"))
     };
     let mh = build(spec, leg)?;

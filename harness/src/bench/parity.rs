@@ -623,10 +623,7 @@ fn index_identities(
     vectors: Vectors,
 ) -> BTreeMap<String, String> {
     let mut out = CacheInputs::default();
-    let at = ExportRef {
-        dir: &export.dir,
-        manifest: &export.manifest,
-    };
+    let at = ExportRef::of(export);
     config.cache_inputs(Side::Dense(vectors), Some(at), &mut out);
     out.indexes
 }
@@ -682,7 +679,7 @@ pub fn run(
         repeat: plan.repeat,
     };
     let build_leg = |s: &LegSpec| -> Result<Box<dyn Leg>> {
-        crate::pipeline::leg_build::build(s, leg, export, data)?
+        crate::pipeline::leg_build::build(s, leg, export, data, None)?
             .map_err(|e| anyhow!("{dataset} x {leg}: {e}"))
     };
     let default = EngineEntry::default_for(SideKind::Dense);

@@ -352,10 +352,7 @@ fn build_indexes(
     export: &std::sync::Arc<hopbench_datasets::export::Export>,
     data: &DataSettings,
 ) -> Result<()> {
-    let at = ExportRef {
-        dir: &export.dir,
-        manifest: &export.manifest,
-    };
+    let at = ExportRef::of(export);
     let indexed: Vec<(&String, &LegSpec)> = (campaign.legs.iter())
         .filter(|(_, spec)| !spec.cache_inputs(Some(at)).indexes.is_empty())
         .collect();
@@ -364,7 +361,7 @@ fn build_indexes(
     }
     stages::timed(INDEX_STAGE, || {
         indexed.iter().try_for_each(|&(name, spec)| {
-            crate::pipeline::leg_build::build(spec, name, export, data)?
+            crate::pipeline::leg_build::build(spec, name, export, data, None)?
                 .map(drop)
                 .with_context(|| format!("leg {name} on {}", export.manifest.dataset))
         })

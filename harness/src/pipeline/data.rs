@@ -670,6 +670,48 @@ fn embed_fn<'a>(
     })
 }
 
+/// Runs `f` with the embedder of `model` (`settings` is the campaign's with the model's
+/// directory and prompts: [`LegModel::data_settings`]): the hashing embedder for
+/// `hashing-384`, else the model through its embedding cache, loaded at the first text the
+/// cache lacks. `name` names the dataset in the progress bars.
+///
+/// [`LegModel::data_settings`]: crate::pipeline::leg_model::LegModel::data_settings
+pub fn with_model_embed_fn<T>(
+    settings: &DataSettings,
+    name: &str,
+    progress: bool,
+    model: &crate::pipeline::leg_model::LegModel,
+    f: impl FnOnce(&mut EmbedFn<'_>) -> hopbench_datasets::Result<T>,
+) -> hopbench_datasets::Result<T> {
+    if embed::is_hashing_model(&model.dir) {
+        let hashing = HashingEmbedder::new();
+        return f(&mut EmbedFn {
+            model_id: model.id.clone(),
+            dim: model.dim,
+            embed: Box::new(move |texts: &[&str], _: Role, _: &str| Ok(hashing.embed_texts(texts))),
+        });
+    }
+    let embedder = LazyEmbedder::new(settings);
+    let mut embed_fn = EmbedFn {
+        model_id: model.id.clone(),
+        dim: model.dim,
+        embed: Box::new(|texts: &[&str], role: Role, label: &str| {
+            embedder.with(|e, c| {
+                let bar = crate::pipeline::progress::Progress::new(
+                    progress,
+                    &format!("embed {name} {label} ({})", model.dir.display()),
+                    "texts",
+                    texts.len() as u64,
+                );
+                let out = embed::embed_cached(e, c, role, texts, &mut |n| bar.inc(n as u64));
+                bar.finish();
+                out
+            })
+        }),
+    };
+    f(&mut embed_fn)
+}
+
 /// Prepares (or reuses) the export of dataset `name` in `dir` and loads it (keeping the query
 /// vectors `keep` names). An export whose
 /// manifest and file hashes check out can still fail to load (written by a build with a bug,

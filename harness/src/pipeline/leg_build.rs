@@ -3,9 +3,10 @@
 //! rewritten queries) get them here, from the export's model through the embedding cache.
 //!
 //! The vectors are a pure function of (model id, text), and the cell key already holds the
-//! export's model id and the executable's hash, so the cache cannot serve a stale cell. The model
-//! itself is only loaded when the cache lacks a text; a model whose id differs from the export's
-//! is refused (its vectors would live in another space than the corpus's).
+//! model id of the leg's vectors and the executable's hash, so the cache cannot serve a stale
+//! cell. The model itself is only loaded when the cache lacks a text; a model whose id differs
+//! from that of the export's vectors is refused (its vectors would live in another space than
+//! the corpus's).
 
 use std::sync::Arc;
 
@@ -17,15 +18,26 @@ use hopbench_legs::registry::LegSpec;
 use hopbench_legs::{Leg, LegError};
 
 use crate::pipeline::data::DataSettings;
+use crate::pipeline::leg_model::LegModel;
 
 /// Builds leg `name` over `export`. The outer error is a harness failure (model, cache); the inner
 /// one is the leg's own verdict (`missing-inputs`, a bad configuration).
+///
+/// `model` is the leg's own model (`model:`), whose vectors `export` holds, `None` for the
+/// campaign's.
 pub fn build(
     spec: &LegSpec,
     name: &str,
     export: &Arc<Export>,
     data: &DataSettings,
+    model: Option<&LegModel>,
 ) -> Result<Result<Box<dyn Leg>, LegError>> {
+    if let (Some(dir), None) = (spec.model(), model) {
+        bail!(
+            "leg `{name}` reads the vectors of its own model ({dir}), and this command runs \
+             legs over the campaign's model only"
+        );
+    }
     let texts = spec.texts_to_embed(export);
     if texts.is_empty() {
         return Ok(spec.build(name, export.clone()));
@@ -40,14 +52,16 @@ pub fn build(
             export.manifest.model_id
         ))));
     }
-    let vectors = vectors(export, &texts, data)
+    let leg_data = model.map(|m| m.data_settings(data));
+    let vectors = vectors(export, &texts, leg_data.as_ref().unwrap_or(data))
         .with_context(|| format!("embedding the texts leg `{name}` retrieves with"))?;
     Ok(spec.build_with(name, export.clone(), Some(Arc::new(vectors))))
 }
 
-/// Vectors of `texts` in the space of `export` (its model id and dimension).
+/// Vectors of `texts` in the space of `export` (the model id and dimension of its vectors),
+/// embedded with the model `data` names.
 pub fn vectors(export: &Export, texts: &[String], data: &DataSettings) -> Result<TextVectors> {
-    let model_id = &export.manifest.model_id;
+    let model_id = export.model_id();
     if model_id == embed::HASHING_MODEL_ID {
         // hashing a text is cheaper than a cache lookup, and needs no model
         let hashing = embed::HashingEmbedder::new();
@@ -83,7 +97,7 @@ pub fn vectors(export: &Export, texts: &[String], data: &DataSettings) -> Result
                 data.model_dir.display()
             )
         })?;
-        if &found != model_id {
+        if found != model_id {
             bail!(
                 "the export was embedded with `{model_id}` but the model at {} is `{found}`: \
                  point --model at the export's model, or re-prepare the dataset",

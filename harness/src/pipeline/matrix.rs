@@ -5,10 +5,13 @@
 //! one thread, and results are collected in dataset order: the numbers cannot depend on the
 //! thread count, only the timings can.
 
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use hopbench_datasets::export::{Export, ExportHead, Manifest, QueryRecord};
+use hopbench_datasets::export::{Export, ExportHead, KeepVectors, Manifest, QueryRecord};
 use hopbench_legs::engine::ExportRef;
 use hopbench_legs::{Leg, LegError, QueryInput};
 use rayon::prelude::*;
@@ -19,6 +22,7 @@ use crate::measure::query::QueryResult;
 use crate::pipeline::campaign::Campaign;
 use crate::pipeline::data::{self, DatasetState};
 use crate::pipeline::evaluate;
+use crate::pipeline::leg_model;
 use crate::pipeline::settings::MatrixSettings;
 use crate::store::summary::{
     self, CellInputs, CellPaths, CellSummary, Dist, Gain, Latency, Status, Timing,
@@ -90,9 +94,10 @@ pub fn run(campaign: &Campaign, s: &MatrixSettings) -> Result<Vec<(CellSummary, 
                 None => remove_if_there(&runs.join("chunks.tsv"))?,
             }
         }
+        let views = Views::new(&state, s, &evaluated);
         for leg in legs {
             let failed = summary::CellPaths::new(&s.results, dataset, leg).failed;
-            let (cell, built) = match run_cell(campaign, s, &contract, &pool, dataset, leg, &state)
+            let (cell, built) = match run_cell(campaign, s, &contract, &pool, dataset, leg, &views)
                 .with_context(|| format!("cell {dataset} x {leg}"))
             {
                 Ok(x) => {
@@ -105,16 +110,69 @@ pub fn run(campaign: &Campaign, s: &MatrixSettings) -> Result<Vec<(CellSummary, 
                     return Err(e);
                 }
             };
-            if let (DatasetState::Ready(export), Status::Ok) = (&state, cell.0.status) {
+            if let (DatasetState::Ready(_), Status::Ok) = (&state, cell.0.status) {
                 if !s.no_curves {
-                    run_curve(campaign, s, &pool, dataset, leg, export, &cell.0.key, built)
-                        .with_context(|| format!("budget curve {dataset} x {leg}"))?;
+                    run_curve(
+                        campaign,
+                        s,
+                        &pool,
+                        (dataset, leg),
+                        &views,
+                        &cell.0.key,
+                        built,
+                    )
+                    .with_context(|| format!("budget curve {dataset} x {leg}"))?;
                 }
             }
             out.push(cell);
         }
     }
     Ok(out)
+}
+
+/// A dataset's export as each leg reads it: the export itself, or, for a leg that names another
+/// model, the export with that model's vectors ([`leg_model::export_for`]), loaded the first
+/// time a leg of the model needs it and shared by the others.
+struct Views<'a> {
+    state: &'a DatasetState,
+    s: &'a MatrixSettings,
+    keep: KeepVectors<'a>,
+    by_model: RefCell<BTreeMap<String, Arc<Export>>>,
+}
+
+impl<'a> Views<'a> {
+    fn new(state: &'a DatasetState, s: &'a MatrixSettings, keep: KeepVectors<'a>) -> Self {
+        Views {
+            state,
+            s,
+            keep,
+            by_model: RefCell::new(BTreeMap::new()),
+        }
+    }
+
+    /// The export leg `leg` reads (the dataset's state must be `Ready`).
+    fn for_leg(&self, leg: &str) -> Result<Arc<Export>> {
+        let DatasetState::Ready(export) = self.state else {
+            unreachable!("a leg's export is asked for only where the dataset is ready")
+        };
+        let Some(model) = self.s.leg_models.get(leg) else {
+            return Ok(export.clone());
+        };
+        if let Some(view) = self.by_model.borrow().get(&model.id) {
+            return Ok(view.clone());
+        }
+        let view = leg_model::export_for(
+            export,
+            model,
+            &self.s.data,
+            self.s.progress,
+            Some(self.keep),
+        )?;
+        self.by_model
+            .borrow_mut()
+            .insert(model.id.clone(), view.clone());
+        Ok(view)
+    }
 }
 
 /// The cells this invocation runs, in plan order: `--cells` (those of the selected datasets
@@ -244,11 +302,19 @@ pub fn cell_inputs(
 ) -> (CellInputs, String) {
     let spec = &campaign.legs[leg_name];
     let leg_config = serde_json::to_value(spec).expect("leg spec serialises");
+    // a leg over another model reads that model's vectors of the export: its id is the
+    // cell's model, and the caches built from the vectors are that model's
+    let leg_model = s
+        .leg_models
+        .get(leg_name)
+        .map(|m| m.id.as_str())
+        .filter(|id| export.is_some_and(|e| *id != e.manifest.model_id));
     let engines = spec.cache_inputs(export.map(|e| ExportRef {
         dir: e.dir,
         manifest: e.manifest,
+        model: leg_model,
     }));
-    let model_id = export.map(|e| e.manifest.model_id.clone());
+    let model_id = export.map(|e| leg_model.unwrap_or(&e.manifest.model_id).to_string());
     let inputs = CellInputs {
         export: export.map(|e| e.manifest.content_hash()),
         model_note: model_id
@@ -459,8 +525,9 @@ fn run_cell(
     pool: &rayon::ThreadPool,
     dataset: &str,
     leg_name: &str,
-    state: &DatasetState,
+    views: &Views<'_>,
 ) -> Result<CellRun> {
+    let state = views.state;
     let spec = &campaign.legs[leg_name];
     let (export, idx) = match state {
         DatasetState::Ready(e) => (Some(e.clone()), query_indices(e, s.limit)),
@@ -505,7 +572,9 @@ fn run_cell(
             return Ok((cell, None));
         }
     }
-    let leg = match crate::pipeline::leg_build::build(spec, leg_name, &export, &s.data)? {
+    let export = views.for_leg(leg_name)?;
+    let model = s.leg_models.get(leg_name);
+    let leg = match crate::pipeline::leg_build::build(spec, leg_name, &export, &s.data, model)? {
         Ok(l) => l,
         Err(LegError::MissingInputs(reason)) => {
             return head.without_numbers(
@@ -723,9 +792,8 @@ fn run_curve(
     campaign: &Campaign,
     s: &MatrixSettings,
     pool: &rayon::ThreadPool,
-    dataset: &str,
-    leg_name: &str,
-    export: &std::sync::Arc<Export>,
+    (dataset, leg_name): (&str, &str),
+    views: &Views<'_>,
     cell_key: &str,
     built: Option<Box<dyn Leg>>,
 ) -> Result<()> {
@@ -741,9 +809,16 @@ fn run_curve(
     {
         return Ok(());
     }
+    let export = &views.for_leg(leg_name)?;
     let leg = match built {
         Some(l) => l,
-        None => crate::pipeline::leg_build::build(spec, leg_name, export, &s.data)??,
+        None => crate::pipeline::leg_build::build(
+            spec,
+            leg_name,
+            export,
+            &s.data,
+            s.leg_models.get(leg_name),
+        )??,
     };
     let idx = query_indices(export, s.limit);
     let cell = crate::pipeline::curve::CurveCell {

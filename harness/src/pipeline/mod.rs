@@ -8,6 +8,7 @@ pub mod curve;
 pub mod data;
 pub mod evaluate;
 pub mod leg_build;
+pub mod leg_model;
 pub mod matrix;
 pub mod progress;
 pub mod protocol;

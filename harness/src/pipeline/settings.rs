@@ -42,6 +42,8 @@ pub struct MatrixSettings {
     pub shard: Option<crate::pipeline::shard::Shard>,
     /// `--cells`: run only these (dataset, leg) cells of the selection.
     pub cells: Option<Vec<(String, String)>>,
+    /// The models of the selected legs that name one (`model:`), by leg.
+    pub leg_models: std::collections::BTreeMap<String, crate::pipeline::leg_model::LegModel>,
 }
 
 /// What the command line says, before resolution: `None` (or `false`) where a flag was not
@@ -233,10 +235,13 @@ fn resolve_run(s: &Settings, flags: &RunFlags) -> Result<(RunSection, MatrixSett
         progress: Some(progress),
         curves: Some(curves),
     };
+    let leg_models = crate::pipeline::leg_model::resolve(&s.campaign, &legs)
+        .with_context(|| format!("{}: invalid campaign", s.origin))?;
     let matrix = MatrixSettings {
         results: s.results.clone(),
         datasets,
         legs,
+        leg_models,
         limit,
         force,
         threads,

@@ -13,6 +13,7 @@ mod documents;
 mod engines;
 mod graded;
 mod hashing;
+mod leg_models;
 mod matrix;
 #[cfg(feature = "qdrant")]
 mod qdrant;

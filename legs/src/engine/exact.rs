@@ -96,7 +96,7 @@ impl Vectors {
     pub fn mapped(self, export: &Export) -> Result<Arc<MappedVectors>, LegError> {
         let path = hopbench_datasets::export::mapped_path(
             &export.dir,
-            &export.manifest.content_hash(),
+            &export.vectors_key(),
             self.column(),
         );
         let mut open = open_maps().lock().unwrap_or_else(|p| p.into_inner());

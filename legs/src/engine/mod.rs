@@ -136,6 +136,25 @@ pub struct ExportRef<'a> {
     pub dir: &'a Path,
     /// Its manifest.
     pub manifest: &'a Manifest,
+    /// The model whose vectors a leg over it reads, where that is another model's part of
+    /// the export ([`hopbench_datasets::export::ModelPart`]); `None` for the export's own.
+    pub model: Option<&'a str>,
+}
+
+impl<'a> ExportRef<'a> {
+    /// A loaded export (with the model its vectors are of).
+    pub fn of(export: &'a Export) -> Self {
+        ExportRef {
+            dir: &export.dir,
+            manifest: &export.manifest,
+            model: export.model_part().map(|p| p.model_id()),
+        }
+    }
+
+    /// What the caches built from its vectors are keyed by ([`Manifest::vectors_key`]).
+    pub fn vectors_key(&self) -> String {
+        self.manifest.vectors_key(self.model)
+    }
 }
 
 /// A first-stage engine a campaign can name: its parameter group, read and written as the

@@ -23,10 +23,10 @@
 use hopbench_datasets::hnsw::{HnswSettings, Quantization};
 use serde::{Deserialize, Serialize};
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
-use hopbench_datasets::export::{Export, Manifest};
+use hopbench_datasets::export::Export;
 use hopbench_datasets::hnsw;
 
 use super::{
@@ -44,15 +44,10 @@ pub use served::{shard_for, QdrantDense};
 
 /// Where the shard of the `vectors` of the export in `export_dir` (with `manifest`) under
 /// `settings` is cached ([`hopbench_datasets::hnsw::cache_dir`]).
-pub fn shard_dir(
-    export_dir: &Path,
-    manifest: &Manifest,
-    vectors: Vectors,
-    settings: HnswSettings,
-) -> PathBuf {
+pub fn shard_dir(export: ExportRef<'_>, vectors: Vectors, settings: HnswSettings) -> PathBuf {
     hnsw::cache_dir(
-        export_dir,
-        &manifest.content_hash(),
+        export.dir,
+        &export.vectors_key(),
         vectors.column(),
         settings,
     )
@@ -176,7 +171,7 @@ impl EngineKind for QdrantSpec {
     /// leg opens it.)
     fn cache_inputs(&self, side: Side, export: Option<ExportRef<'_>>, out: &mut CacheInputs) {
         if let (Some(export), Some(vectors)) = (export, side.vectors()) {
-            let dir = shard_dir(export.dir, export.manifest, vectors, self.build);
+            let dir = shard_dir(export, vectors, self.build);
             let name = dir
                 .file_name()
                 .map_or_else(String::new, |n| n.to_string_lossy().into_owned());

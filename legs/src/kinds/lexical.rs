@@ -18,6 +18,7 @@ flat_params! {
 impl LegKind for Lexical {
     const NAME: &'static str = "lexical";
     const ABOUT: &'static str = "BM25 alone";
+    const READS_VECTORS: bool = false;
 
     fn build(&self, b: &Build<'_>) -> Result<Box<dyn Leg>, LegError> {
         let engine = self.lexical.build(b.export)?;

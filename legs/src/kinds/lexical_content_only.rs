@@ -19,6 +19,7 @@ flat_params! {
 impl LegKind for LexicalContentOnly {
     const NAME: &'static str = "lexical_content_only";
     const ABOUT: &'static str = "BM25 over the text alone, without the header (ablation)";
+    const READS_VECTORS: bool = false;
     const ROLE: Role = Role::Ablation;
 
     fn build(&self, b: &Build<'_>) -> Result<Box<dyn Leg>, LegError> {

@@ -58,6 +58,9 @@ pub trait LegKind: Params + Debug + Clone + PartialEq + Send + Sync + 'static {
     const ROLE: Role = Role::System;
     /// The vector set its dense side searches.
     const DENSE_VECTORS: Vectors = Vectors::Full;
+    /// Whether its legs read vectors at all (a dense side, a relevance by cosine): a leg can
+    /// name the model they are of (`model:`) only then.
+    const READS_VECTORS: bool = true;
 
     /// Checks across groups (each group's own ranges are checked by [`Params::check`] first).
     fn check_kind(&self, _c: &Check<'_>) -> Result<(), LegError> {
@@ -129,6 +132,8 @@ pub trait LegConfig: Debug + Send + Sync {
     fn role(&self) -> Role;
     /// See [`LegKind::DENSE_VECTORS`].
     fn dense_vectors(&self) -> Vectors;
+    /// See [`LegKind::READS_VECTORS`].
+    fn reads_vectors(&self) -> bool;
     /// The concrete kind struct, for callers that need one kind's parameters.
     fn as_any(&self) -> &dyn Any;
 }
@@ -168,6 +173,9 @@ impl<K: LegKind> LegConfig for K {
     }
     fn dense_vectors(&self) -> Vectors {
         K::DENSE_VECTORS
+    }
+    fn reads_vectors(&self) -> bool {
+        K::READS_VECTORS
     }
     fn as_any(&self) -> &dyn Any {
         self

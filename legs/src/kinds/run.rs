@@ -126,6 +126,7 @@ crate::leaf_params!(Run);
 impl LegKind for Run {
     const NAME: &'static str = "run";
     const ABOUT: &'static str = "a system's ranking read from a run file (TREC, JSON, parquet)";
+    const READS_VECTORS: bool = false;
     const EXAMPLE: &'static str = r#"{"file": "system.trec"}"#;
 
     /// The rankings are the run's for this export's own queries (by query index), so, like a

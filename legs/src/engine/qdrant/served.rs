@@ -10,7 +10,7 @@ use hopbench_datasets::hnsw::{self, Expected, Hit, HnswSettings, HnswShard};
 use super::{shard_dir, QdrantSpec};
 use crate::candidate::{top_k, Candidate};
 use crate::engine::exact::dot;
-use crate::engine::{Carried, Engine, EngineError, Failure, ShardFailure, Vectors};
+use crate::engine::{Carried, Engine, EngineError, ExportRef, Failure, ShardFailure, Vectors};
 use crate::leg::{LegError, QueryInput};
 
 /// [`EngineKind::build`](crate::engine::EngineKind::build) of the engine.
@@ -32,7 +32,7 @@ pub(super) fn probe_of(dir: &Path) -> String {
 
 /// The shard's source identity as its manifest records it.
 fn source(export: &Export, vectors: Vectors, settings: HnswSettings) -> String {
-    hnsw::cache_source(&export.manifest.content_hash(), vectors.column(), settings)
+    hnsw::cache_source(&export.vectors_key(), vectors.column(), settings)
 }
 
 /// Open shards of this process, by directory (legs over one shard share it).
@@ -49,7 +49,7 @@ pub fn shard_for(
     vectors: Vectors,
     settings: HnswSettings,
 ) -> Result<Arc<HnswShard>, LegError> {
-    let dir = shard_dir(&export.dir, &export.manifest, vectors, settings);
+    let dir = shard_dir(ExportRef::of(export), vectors, settings);
     let mut open = open_shards().lock().unwrap_or_else(|p| p.into_inner());
     if let Some(shard) = open.get(&dir).and_then(Weak::upgrade) {
         return Ok(shard);
