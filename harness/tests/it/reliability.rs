@@ -179,6 +179,14 @@ fn every_damaged_file_read_back_is_detected_and_recovered_with_the_same_numbers(
             Box::new(|| truncate_half(&export.join("manifest.json"))),
             "synthetic: prepared",
         ),
+        (
+            "export directory replaced by a plain file",
+            Box::new(|| {
+                std::fs::remove_dir_all(&export).unwrap();
+                std::fs::write(&export, "in the way").unwrap();
+            }),
+            "a file, not an export directory: set aside as",
+        ),
     ];
     for (what, damage, says) in damages {
         damage();
@@ -202,6 +210,34 @@ fn every_damaged_file_read_back_is_detected_and_recovered_with_the_same_numbers(
         fingerprint(&env, "r"),
         clean,
         "embedding cache: the same numbers"
+    );
+
+    // the cache file replaced by a directory: set aside like a damaged cache, its vectors
+    // embedded again into a new file, the same numbers
+    let cache = only_file_in(&embeddings);
+    std::fs::remove_file(&cache).unwrap();
+    std::fs::create_dir_all(cache.join("inside")).unwrap();
+    std::fs::remove_dir_all(&export).unwrap();
+    let out = env.ok(&args);
+    assert!(
+        out.contains("a directory, not a cache file: set aside as"),
+        "cache replaced by a directory: {out}"
+    );
+    assert!(cache.is_file(), "a new cache file is written");
+    assert!(
+        cache
+            .with_file_name(format!(
+                "{}.set-aside",
+                cache.file_name().unwrap().to_string_lossy()
+            ))
+            .join("inside")
+            .is_dir(),
+        "what was in the way is kept, beside it"
+    );
+    assert_eq!(
+        fingerprint(&env, "r"),
+        clean,
+        "cache replaced by a directory: the same numbers"
     );
 }
 
