@@ -7,8 +7,10 @@
 //!   floor the seed found undeclared in its own matrix;
 //! - `moved`: some difference exceeds that floor;
 //! - `not comparable`: a different query set, `--limit`, recall k list or export (a recall over
-//!   a different query set is a different quantity, neither a pass nor a failure), or a cell
-//!   without numbers on either side;
+//!   a different query set is a different quantity, neither a pass nor a failure), a cell
+//!   without numbers on either side, or a cell left out because a side's summary does not read
+//!   or verify (named with the reason; [`Comparison::left_out`] counts them, and the command's
+//!   exit status says so);
 //! - `only in A` / `only in B`.
 //!
 //! Where both cells have per-query records, each metric also gets the paired difference
@@ -26,7 +28,7 @@ use serde::Serialize;
 use crate::measure::metrics::metric_names;
 use crate::measure::stats;
 use crate::measure::stats_config::StatsConfig;
-use crate::store::collect::collect_summaries;
+use crate::store::collect::{collect_summaries, LeftOut};
 use crate::store::summary::{read_records, verify_cell, CellPaths, CellSummary, Status};
 
 /// A cell's verdict.
@@ -112,6 +114,26 @@ pub struct CellComparison {
     pub queries: usize,
     /// Per-metric differences (empty when not comparable).
     pub metrics: Vec<MetricDelta>,
+    /// Left out: a side's summary does not read or verify (`reason` says which and why).
+    /// Written only when true, so the JSON of a comparison of sound cells is what it was.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub left_out: bool,
+}
+
+impl CellComparison {
+    /// Cell (`dataset`, `leg`) left out of the comparison: `side`'s summary does not read or
+    /// verify, for `why`.
+    fn left_out(dataset: &str, leg: &str, queries: usize, side: &str, why: &str) -> Self {
+        CellComparison {
+            dataset: dataset.to_string(),
+            leg: leg.to_string(),
+            verdict: Verdict::NotComparable,
+            reason: Some(format!("{side}'s cell is not trusted: {why}")),
+            queries,
+            metrics: vec![],
+            left_out: true,
+        }
+    }
 }
 
 /// The whole comparison.
@@ -125,6 +147,13 @@ pub struct Comparison {
     pub family_size: usize,
     /// Cells, sorted by dataset then leg.
     pub cells: Vec<CellComparison>,
+}
+
+impl Comparison {
+    /// How many cells were left out because a side's summary does not read or verify.
+    pub fn left_out(&self) -> usize {
+        self.cells.iter().filter(|c| c.left_out).count()
+    }
 }
 
 /// The metrics a cell measured: its recall cut-offs' and its campaign's extra measures'.
@@ -165,49 +194,74 @@ fn not_comparable(a: &CellSummary, b: &CellSummary) -> Option<String> {
     None
 }
 
-/// Compares results directory `a` with `b`.
+/// A cell's (dataset, leg).
+type Key = (String, String);
+
+/// The summaries of results directory `dir` by cell, and why each of the others does not read.
+fn side(dir: &Path) -> (BTreeMap<Key, CellSummary>, BTreeMap<Key, String>) {
+    let collected = collect_summaries(dir);
+    let cells = collected
+        .cells
+        .into_iter()
+        .map(|c| ((c.dataset.clone(), c.leg.clone()), c))
+        .collect();
+    let unreadable = collected
+        .unreadable
+        .into_iter()
+        .map(|l: LeftOut| ((l.dataset, l.leg), l.reason))
+        .collect();
+    (cells, unreadable)
+}
+
+/// Compares results directory `a` with `b`. A cell whose summary does not read or verify on
+/// either side is left out, named with the reason ([`CellComparison::left_out`]), and the
+/// others are compared.
 pub fn compare(a: &Path, b: &Path, cfg: &StatsConfig) -> Result<Comparison> {
-    let key = |c: &CellSummary| (c.dataset.clone(), c.leg.clone());
-    let ca: BTreeMap<_, _> = collect_summaries(a)?
-        .into_iter()
-        .map(|c| (key(&c), c))
-        .collect();
-    let cb: BTreeMap<_, _> = collect_summaries(b)?
-        .into_iter()
-        .map(|c| (key(&c), c))
-        .collect();
-    if !ca.keys().any(|k| cb.contains_key(k)) {
+    let (ca, ua) = side(a);
+    let (cb, ub) = side(b);
+    let in_b = |k: &Key| cb.contains_key(k) || ub.contains_key(k);
+    if !ca.keys().chain(ua.keys()).any(in_b) {
         anyhow::bail!(
             "{} and {} share no cell (dataset x leg): nothing to compare",
             a.display(),
             b.display()
         );
     }
-    let mut keys: Vec<_> = ca.keys().chain(cb.keys()).cloned().collect();
-    keys.sort();
-    keys.dedup();
+    let keys: std::collections::BTreeSet<&Key> = ca
+        .keys()
+        .chain(cb.keys())
+        .chain(ua.keys())
+        .chain(ub.keys())
+        .collect();
     let mut cells = Vec::new();
     for k in keys {
         let (dataset, leg) = k.clone();
-        let cell = match (ca.get(&k), cb.get(&k)) {
-            (Some(x), None) => CellComparison {
-                dataset,
-                leg,
-                verdict: Verdict::OnlyInA,
-                reason: None,
-                queries: x.queries,
-                metrics: vec![],
+        let queries = ca.get(k).map_or(0, |x| x.queries);
+        let cell = match (ua.get(k), ub.get(k)) {
+            (Some(why), _) => CellComparison::left_out(&dataset, &leg, queries, "A", why),
+            (None, Some(why)) => CellComparison::left_out(&dataset, &leg, queries, "B", why),
+            (None, None) => match (ca.get(k), cb.get(k)) {
+                (Some(x), None) => CellComparison {
+                    dataset,
+                    leg,
+                    verdict: Verdict::OnlyInA,
+                    reason: None,
+                    queries: x.queries,
+                    metrics: vec![],
+                    left_out: false,
+                },
+                (None, Some(y)) => CellComparison {
+                    dataset,
+                    leg,
+                    verdict: Verdict::OnlyInB,
+                    reason: None,
+                    queries: y.queries,
+                    metrics: vec![],
+                    left_out: false,
+                },
+                (Some(x), Some(y)) => compare_cell(a, b, x, y, cfg)?,
+                (None, None) => unreachable!("key came from one of the maps"),
             },
-            (None, Some(y)) => CellComparison {
-                dataset,
-                leg,
-                verdict: Verdict::OnlyInB,
-                reason: None,
-                queries: y.queries,
-                metrics: vec![],
-            },
-            (Some(x), Some(y)) => compare_cell(a, b, x, y, cfg)?,
-            (None, None) => unreachable!("key came from one of the maps"),
         };
         cells.push(cell);
     }
@@ -239,6 +293,16 @@ fn compare_cell(
     y: &CellSummary,
     cfg: &StatsConfig,
 ) -> Result<CellComparison> {
+    // verified first: what a damaged cell says of itself (its status, its query set) is not
+    // a reason to give for it
+    for (side, dir, cell) in [("A", ra, x), ("B", rb, y)] {
+        let paths = CellPaths::new(dir, &cell.dataset, &cell.leg);
+        if let Err(why) = verify_cell(cell, &paths, &cell_metric_names(cell)) {
+            return Ok(CellComparison::left_out(
+                &x.dataset, &x.leg, x.queries, side, &why,
+            ));
+        }
+    }
     let mut out = CellComparison {
         dataset: x.dataset.clone(),
         leg: x.leg.clone(),
@@ -246,18 +310,12 @@ fn compare_cell(
         reason: not_comparable(x, y),
         queries: x.queries,
         metrics: vec![],
+        left_out: false,
     };
     if out.reason.is_some() {
         return Ok(out);
     }
     let names = shared_metric_names(x, y);
-    for (side, dir, cell) in [("A", ra, x), ("B", rb, y)] {
-        let paths = CellPaths::new(dir, &cell.dataset, &cell.leg);
-        if let Err(why) = verify_cell(cell, &paths, &cell_metric_names(cell)) {
-            out.reason = Some(format!("{side}'s cell is not trusted: {why}"));
-            return Ok(out);
-        }
-    }
     let pa = CellPaths::new(ra, &x.dataset, &x.leg).records;
     let pb = CellPaths::new(rb, &y.dataset, &y.leg).records;
     let records = match (read_records(&pa, &names), read_records(&pb, &names)) {
@@ -324,8 +382,45 @@ fn paired_stats(a: &[f64], b: &[f64], cfg: &StatsConfig) -> PairedStats {
     (cfg.paired_ci(a, b), cfg.t_ci(&diffs), cfg.p_value(a, b))
 }
 
+/// The summary of cell (`dataset`, `leg`) of `results`, or why it is left out: `Ok(Err(why))`
+/// when a summary is there but does not read (truncated, edited, not a summary). A summary that
+/// is not there at all is the error: the leg or dataset named does not name a cell.
+fn read_cell(results: &Path, dataset: &str, leg: &str) -> Result<Result<CellSummary, String>> {
+    let path = CellPaths::new(results, dataset, leg).summary;
+    match crate::store::summary::read_summary(&path) {
+        Ok(cell) => Ok(Ok(cell)),
+        Err(e) if path.symlink_metadata().is_ok() => Ok(Err(format!("{e:#}"))),
+        Err(e) => Err(e),
+    }
+}
+
+/// The comparison of legs `a` and `b` of `results` left out: `side`'s summary does not read or
+/// verify, for `why`.
+fn left_out_pair(
+    results: &Path,
+    dataset: &str,
+    (a, b): (&str, &str),
+    side: &str,
+    why: &str,
+) -> Comparison {
+    Comparison {
+        a: format!("{}#{a}", results.display()),
+        b: format!("{}#{b}", results.display()),
+        family_size: 0,
+        cells: vec![CellComparison::left_out(
+            dataset,
+            &format!("{b} vs {a}"),
+            0,
+            side,
+            why,
+        )],
+    }
+}
+
 /// Compares two legs of one results directory on one dataset (same export and query set): the
 /// same verdicts and paired statistics as [`compare`], Holm-corrected over the pair's metrics.
+/// A leg whose summary does not read or verify leaves the pair not comparable, left out with
+/// the reason.
 pub fn compare_legs(
     results: &Path,
     dataset: &str,
@@ -333,10 +428,14 @@ pub fn compare_legs(
     b: &str,
     cfg: &StatsConfig,
 ) -> Result<Comparison> {
-    let read = |leg: &str| {
-        crate::store::summary::read_summary(&CellPaths::new(results, dataset, leg).summary)
+    let (x, y) = match (
+        read_cell(results, dataset, a)?,
+        read_cell(results, dataset, b)?,
+    ) {
+        (Ok(x), Ok(y)) => (x, y),
+        (Err(why), _) => return Ok(left_out_pair(results, dataset, (a, b), "A", &why)),
+        (_, Err(why)) => return Ok(left_out_pair(results, dataset, (a, b), "B", &why)),
     };
-    let (x, y) = (read(a)?, read(b)?);
     let mut cell = compare_cell(results, results, &x, &y, cfg)?;
     cell.leg = format!("{b} vs {a}");
     let ps: Vec<f64> = cell.metrics.iter().filter_map(|m| m.p).collect();
@@ -366,16 +465,23 @@ pub fn compare_legs_by(
     cfg: &StatsConfig,
 ) -> Result<Comparison> {
     let paths = |leg: &str| CellPaths::new(results, dataset, leg);
-    let read = |leg: &str| crate::store::summary::read_summary(&paths(leg).summary);
-    let (x, y) = (read(a)?, read(b)?);
+    let (x, y) = match (
+        read_cell(results, dataset, a)?,
+        read_cell(results, dataset, b)?,
+    ) {
+        (Ok(x), Ok(y)) => (x, y),
+        (Err(why), _) => return Ok(left_out_pair(results, dataset, (a, b), "A", &why)),
+        (_, Err(why)) => return Ok(left_out_pair(results, dataset, (a, b), "B", &why)),
+    };
+    for (side, leg, cell) in [("A", a, &x), ("B", b, &y)] {
+        if let Err(why) = verify_cell(cell, &paths(leg), &cell_metric_names(cell)) {
+            return Ok(left_out_pair(results, dataset, (a, b), side, &why));
+        }
+    }
     if let Some(reason) = not_comparable(&x, &y) {
         anyhow::bail!("{dataset}: {a} and {b} are not comparable: {reason}");
     }
     let names = shared_metric_names(&x, &y);
-    for (leg, cell) in [(a, &x), (b, &y)] {
-        verify_cell(cell, &paths(leg), &cell_metric_names(cell))
-            .map_err(|why| anyhow::anyhow!("{dataset} x {leg}: cell not trusted: {why}"))?;
-    }
     let (ids_a, va) = read_records(&paths(a).records, &names)?;
     let (ids_b, vb) = read_records(&paths(b).records, &names)?;
     if ids_a != ids_b {
@@ -414,6 +520,7 @@ pub fn compare_legs_by(
             reason: None,
             queries: idx.len(),
             metrics: vec![],
+            left_out: false,
         };
         let (mut identical, mut within) = (true, true);
         for name in &names {
@@ -526,6 +633,15 @@ pub fn table(c: &Comparison) -> String {
                     .map_or(String::new(), |p| format!(", p_holm {p:.4}"))
             );
         }
+    }
+    let left_out = c.left_out();
+    if left_out > 0 {
+        let _ = writeln!(
+            out,
+            "\nLeft out, not trusted: {left_out} {} (a summary, its records or its run file does \
+             not read or verify; the reason is on its line; rerun run-matrix to recompute).",
+            if left_out == 1 { "cell" } else { "cells" }
+        );
     }
     let _ = writeln!(out, "\nHolm family: {} paired tests.", c.family_size);
     out

@@ -7,9 +7,15 @@ use anyhow::Result;
 use clap::Args;
 
 use super::{resolved, Command, JsonOut, Task};
+use crate::analysis::compare::Comparison;
 use crate::pipeline::settings::{Overrides, Settings};
 
 /// Compare two results directories cell by cell.
+///
+/// A cell whose summary, records or run file does not read or verify on either side is left
+/// out: not comparable, with the reason on its line and on stderr, and the other cells are
+/// compared. Exit status: 0 when every cell was read, 3 when a cell was left out, 2 on an
+/// error.
 #[derive(Args, Debug)]
 pub struct Compare {
     /// First results directory (the baseline).
@@ -46,6 +52,20 @@ impl Command for Compare {
         let c = crate::analysis::compare::compare(&self.a, &self.b, &s.campaign.stats)?;
         out!("{}", crate::analysis::compare::table(&c));
         self.json.write(&c)?;
-        Ok(ExitCode::SUCCESS)
+        Ok(left_out(&c))
     }
+}
+
+/// Names on stderr the cells of `c` left out (a side that does not read or verify), and gives
+/// the exit status that says whether there were any ([`super::LEFT_OUT`]).
+pub(crate) fn left_out(c: &Comparison) -> ExitCode {
+    for cell in c.cells.iter().filter(|cell| cell.left_out) {
+        eprintln!(
+            "warning: {} x {} left out of the comparison ({})",
+            cell.dataset,
+            cell.leg,
+            cell.reason.as_deref().unwrap_or("not trusted")
+        );
+    }
+    super::left_out_status(c.left_out())
 }

@@ -41,6 +41,7 @@ impl Command for CompareCurves {
                 }
             },
             spend::table,
+            |_| ExitCode::SUCCESS,
         )
     }
 }

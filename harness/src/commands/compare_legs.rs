@@ -10,6 +10,10 @@ use crate::analysis::compare;
 use crate::pipeline::settings::{Overrides, Settings};
 
 /// Paired comparison of two legs on one dataset of one results directory.
+///
+/// A leg whose summary, records or run file does not read or verify leaves the pair not
+/// comparable, named with the reason (in the table and on stderr). Exit status: 0 when both
+/// cells were read, 3 when one was left out, 2 on an error (a leg or dataset with no cell).
 #[derive(Args, Debug)]
 pub struct CompareLegs {
     #[command(flatten)]
@@ -41,6 +45,7 @@ impl Command for CompareLegs {
                 }
             },
             compare::table,
+            super::compare::left_out,
         )
     }
 }

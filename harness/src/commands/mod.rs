@@ -85,6 +85,22 @@ pub trait Command {
     fn run(self, settings: Option<&Settings>) -> Result<ExitCode>;
 }
 
+/// The exit status of a command that reads results (`report`, `compare`, `compare-legs`) and
+/// finished, but left something out: a cell or a budget curve whose files do not read or verify,
+/// each named on stderr and in what the command wrote, the rest computed. Beside 0 (all of it),
+/// 1 (`status`: not every cell is done) and 2 (an error: nothing was computed), so a script
+/// tells a partial result from a whole one.
+pub const LEFT_OUT: u8 = 3;
+
+/// The exit status of a read command that left out `n` things ([`LEFT_OUT`] when any).
+pub fn left_out_status(n: usize) -> ExitCode {
+    if n == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(LEFT_OUT)
+    }
+}
+
 /// The settings of a command that declared overrides (main resolved them).
 pub fn resolved(settings: Option<&Settings>) -> &Settings {
     settings.expect("a command that declares overrides is run with its settings")
@@ -435,17 +451,18 @@ impl LegPair {
     }
 
     /// Prints the pair's comparison `compare` makes from the settings, as `table` writes it,
-    /// and writes it to the `--json` file.
+    /// and writes it to the `--json` file; the exit status is `status`'s of the comparison.
     pub fn print<T: serde::Serialize>(
         &self,
         settings: Option<&Settings>,
         compare: impl FnOnce(&Settings, &LegPair) -> Result<T>,
         table: impl FnOnce(&T) -> String,
+        status: impl FnOnce(&T) -> ExitCode,
     ) -> Result<ExitCode> {
         let c = compare(resolved(settings), self)?;
         out!("{}", table(&c));
         self.json.write(&c)?;
-        Ok(ExitCode::SUCCESS)
+        Ok(status(&c))
     }
 }
 

@@ -10,6 +10,11 @@ use super::{resolved, Command, ReadArgs, Task};
 use crate::pipeline::settings::{Overrides, Settings};
 
 /// Write the static HTML report of a results directory (no server, opens from disk).
+///
+/// A cell whose summary, records or run file does not read or verify, and a budget curve that
+/// does not, is left out: the cell keeps its matrix row, marked not trusted, and each is named
+/// with the reason on the pages and on stderr; the rest is reported. Exit status: 0 when
+/// nothing was left out, 3 when something was, 2 on an error (nothing written).
 #[derive(Args, Debug)]
 pub struct Report {
     #[command(flatten)]
@@ -29,13 +34,14 @@ impl Command for Report {
     fn run(self, settings: Option<&Settings>) -> Result<ExitCode> {
         let s = resolved(settings);
         let out = self.out.clone().unwrap_or_else(|| s.results.join("report"));
-        write(s, &out)?;
-        Ok(ExitCode::SUCCESS)
+        let left_out = write(s, &out)?;
+        Ok(super::left_out_status(left_out))
     }
 }
 
-/// Writes the HTML report of the results directory to `out` and says where it is.
-pub fn write(s: &Settings, out: &Path) -> Result<()> {
+/// Writes the HTML report of the results directory to `out` and says where it is; returns how
+/// many cells and curves it left out (each named on stderr and on its pages).
+pub fn write(s: &Settings, out: &Path) -> Result<usize> {
     let compare: Vec<(String, String)> = s
         .campaign
         .report
@@ -57,5 +63,24 @@ pub fn write(s: &Settings, out: &Path) -> Result<()> {
         w.bytes / 1024,
         started.elapsed().as_secs_f64()
     );
-    Ok(())
+    let counted = |n: usize, what: &str| match n {
+        0 => None,
+        1 => Some(format!("1 {what}")),
+        n => Some(format!("{n} {what}s")),
+    };
+    let left: Vec<String> = [
+        counted(w.cells_left_out, "cell"),
+        counted(w.curves_left_out, "budget curve"),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if !left.is_empty() {
+        eprintln!(
+            "report: left out {}, not trusted (named above and on the pages; rerun run-matrix \
+             to recompute)",
+            left.join(" and ")
+        );
+    }
+    Ok(w.cells_left_out + w.curves_left_out)
 }

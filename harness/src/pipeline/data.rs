@@ -28,6 +28,7 @@ use hopbench_datasets::vectors_file::VectorFiles;
 use hopbench_datasets::{synthetic, RawDataset, SpannedDataset};
 
 use crate::pipeline::campaign::{Campaign, DatasetFormat, DatasetSpec};
+use crate::store::fsx;
 
 /// Where data, exports, the embedding cache and the model live.
 #[derive(Debug, Clone)]
@@ -387,16 +388,59 @@ fn source(
 /// (`cache_part`), saying what opening the cache had to drop.
 fn load_embedder(s: &DataSettings) -> hopbench_datasets::Result<(Embedder, EmbeddingCache)> {
     let e = Embedder::load_with(&s.model_dir, &s.prompts)?;
-    let c = EmbeddingCache::open_part(
-        &s.embeddings,
-        e.model_id(),
-        e.dim(),
-        s.cache_part.as_deref(),
-    )?;
+    let c = open_cache(s, &e)?;
     if let Some(r) = c.repairs() {
         eprintln!("warning: embedding cache {r}");
     }
     Ok((e, c))
+}
+
+/// The embedding cache of `e`'s model in `s.embeddings`. A cache file that is not a file (a
+/// directory or a FIFO where one goes) is in the way as a damaged cache file is: it is set
+/// aside with a warning naming it ([`fsx::set_aside_unless`]) and its vectors are embedded
+/// again, rather than the run failing on it.
+fn open_cache(s: &DataSettings, e: &Embedder) -> hopbench_datasets::Result<EmbeddingCache> {
+    let part = s.cache_part.as_deref();
+    loop {
+        let err = match EmbeddingCache::open_part(&s.embeddings, e.model_id(), e.dim(), part) {
+            Ok(c) => return Ok(c),
+            Err(err) => err,
+        };
+        let hopbench_datasets::Error::Io { path, .. } = &err else {
+            return Err(err);
+        };
+        if path.parent() != Some(s.embeddings.as_path()) {
+            return Err(err);
+        }
+        match fsx::set_aside_unless(path, fsx::Kind::File) {
+            Ok(Some((what, aside))) => eprintln!(
+                "warning: embedding cache {}: {what}, not a cache file: set aside as {}; its \
+                 vectors are embedded again",
+                path.display(),
+                aside.display()
+            ),
+            // nothing was in the way: the error is the cache's own
+            Ok(None) => return Err(err),
+            Err(io) => return Err(hopbench_datasets::Error::io(path.clone(), io)),
+        }
+    }
+}
+
+/// Sets aside what is at export directory `dir` of dataset `name` when it is not a directory (a
+/// plain file where the export goes), with a warning naming it, so the export is rebuilt there
+/// as a damaged one is, rather than the run failing on it.
+fn clear_export_dir(name: &str, dir: &Path) -> Result<()> {
+    let aside = fsx::set_aside_unless(dir, fsx::Kind::Dir)
+        .with_context(|| format!("{}: cannot set aside what is in the way", dir.display()))?;
+    if let Some((what, aside)) = aside {
+        eprintln!(
+            "warning: the export of {name} at {}: {what}, not an export directory: set aside as \
+             {}; the export is rebuilt",
+            dir.display(),
+            aside.display()
+        );
+    }
+    Ok(())
 }
 
 /// The embedder and its cache, loaded at the first texts a build asks for: a build that finds
@@ -533,6 +577,7 @@ pub fn embed_part(
     };
     let read_all = || read_members(campaign, name, &members, &member_files, s);
     let mut read_error: Option<anyhow::Error> = None;
+    clear_export_dir(name, &s.exports.join(name))?;
     let ran = export::embed_only_spanned(
         &source,
         || read_all().map_err(|e| read_failed(name, e, &mut read_error)),
@@ -589,6 +634,7 @@ pub fn open(
             )
         })
         .transpose()?;
+    clear_export_dir(name, &dir)?;
     let (export, how) = prepare_and_load(
         &source,
         name,

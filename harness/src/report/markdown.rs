@@ -2,6 +2,7 @@
 //! `results/matrix.md` (every cell found under `results/cells`).
 
 use crate::measure::metrics;
+use crate::store::collect::LeftOut;
 use crate::store::summary::{CellSummary, Status};
 use std::fmt::Write as _;
 
@@ -50,8 +51,9 @@ pub fn graded_datasets(cells: &[CellSummary]) -> Vec<&str> {
 /// protocol): numbers of two protocols are not comparable; where some dataset's judgements
 /// carry grades, a second line names the datasets whose nDCG takes the grade as the gain (every
 /// other nDCG is binary, and a graded nDCG is comparable with trec_eval's `ndcg_cut`, not with
-/// a binary one).
-pub fn matrix_table(cells: &[CellSummary]) -> String {
+/// a binary one). A cell `left_out` (not trusted) keeps its row, in (dataset, leg) order among
+/// the others, marked `not trusted` with no number.
+pub fn matrix_table(cells: &[CellSummary], left_out: &[LeftOut]) -> String {
     let columns = metrics::matrix_columns(&crate::store::summary::extra_measures(cells));
     let mut out = String::new();
     let indexed = protocols(cells);
@@ -78,7 +80,19 @@ pub fn matrix_table(cells: &[CellSummary]) -> String {
         let _ = write!(out, "---:|");
     }
     let _ = writeln!(out, "---:|---:|---:|");
+    let mut left = left_out.iter().peekable();
+    let no_numbers = format!("—{}", " | —".repeat(columns.len() + 3));
+    let left_row = |out: &mut String, l: &LeftOut| {
+        let _ = writeln!(
+            out,
+            "| {} | {} | not trusted | {no_numbers} |",
+            l.dataset, l.leg
+        );
+    };
     for c in cells {
+        while let Some(l) = left.next_if(|l| (&l.dataset, &l.leg) < (&c.dataset, &c.leg)) {
+            left_row(&mut out, l);
+        }
         let status = c.status.name();
         let _ = write!(
             out,
@@ -105,6 +119,9 @@ pub fn matrix_table(cells: &[CellSummary]) -> String {
                 let _ = writeln!(out, " — | — | — |");
             }
         }
+    }
+    for l in left {
+        left_row(&mut out, l);
     }
     out
 }
@@ -136,11 +153,12 @@ pub fn non_semantic_line(cells: &[CellSummary]) -> String {
     )
 }
 
-/// `matrix.md`: the table plus the reasons of cells without numbers.
-pub fn matrix_markdown(cells: &[CellSummary]) -> String {
+/// `matrix.md`: the table plus the reasons of cells without numbers, and of the cells left out
+/// because their files do not read or verify.
+pub fn matrix_markdown(cells: &[CellSummary], left_out: &[LeftOut]) -> String {
     let mut out = String::from("# hopbench matrix\n\n");
     out.push_str(&non_semantic_line(cells));
-    out.push_str(&matrix_table(cells));
+    out.push_str(&matrix_table(cells, left_out));
     let missing: Vec<&CellSummary> = cells.iter().filter(|c| c.status != Status::Ok).collect();
     if !missing.is_empty() {
         out.push_str("\nCells without numbers:\n\n");
@@ -152,6 +170,15 @@ pub fn matrix_markdown(cells: &[CellSummary]) -> String {
                 c.leg,
                 c.reason.as_deref().unwrap_or("")
             );
+        }
+    }
+    if !left_out.is_empty() {
+        out.push_str(
+            "\nCells left out, not trusted (their summary, records or run file does not read or \
+             verify; the next run-matrix recomputes them):\n\n",
+        );
+        for l in left_out {
+            let _ = writeln!(out, "- {} x {}: {}", l.dataset, l.leg, l.reason);
         }
     }
     out.push_str(

@@ -67,3 +67,90 @@ pub fn remove_dir_atomically(dir: &Path) -> Result<()> {
     std::fs::rename(dir, &tmp).with_context(|| format!("{}: cannot move aside", dir.display()))?;
     std::fs::remove_dir_all(&tmp).with_context(|| format!("{}: cannot remove", tmp.display()))
 }
+
+/// What a reader expects at a path: a directory (an export) or a regular file (a cache file).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A directory.
+    Dir,
+    /// A regular file.
+    File,
+}
+
+/// What is in the way at a path, in words (`a file`, `a directory`, ...).
+fn what_is(path: &Path) -> &'static str {
+    match (std::fs::metadata(path), std::fs::symlink_metadata(path)) {
+        (Ok(m), _) if m.is_dir() => "a directory",
+        (Ok(m), _) if m.is_file() => "a file",
+        (Ok(_), _) => "a special file (FIFO, socket or device)",
+        (Err(_), Ok(_)) => "a link to nothing",
+        (Err(_), Err(_)) => "nothing",
+    }
+}
+
+/// Moves what is at `path` out of the way when it is not a `kind` (a plain file where an export
+/// directory goes, a directory where a cache file goes), as a damaged export or cache is
+/// replaced: the caller then rebuilds what goes there. What was in the way is renamed beside it
+/// to `<name>.set-aside` (`<name>.set-aside-2`, ... when that is taken), kept for a look rather
+/// than deleted, since hopbench did not write it. Returns what it was and where it went; `None`
+/// when nothing is in the way (nothing there, or a `kind`, a link to one included).
+pub fn set_aside_unless(
+    path: &Path,
+    kind: Kind,
+) -> std::io::Result<Option<(&'static str, PathBuf)>> {
+    let fits = |p: &Path| match (kind, std::fs::metadata(p)) {
+        (Kind::Dir, Ok(m)) => m.is_dir(),
+        (Kind::File, Ok(m)) => m.is_file(),
+        (_, Err(_)) => false,
+    };
+    let there = |p: &Path| std::fs::symlink_metadata(p).is_ok();
+    if !there(path) || fits(path) {
+        return Ok(None);
+    }
+    let what = what_is(path);
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let aside = (1..)
+        .map(|i| match i {
+            1 => path.with_file_name(format!("{name}.set-aside")),
+            i => path.with_file_name(format!("{name}.set-aside-{i}")),
+        })
+        .find(|p| !there(p))
+        .expect("some numbered name is free");
+    match std::fs::rename(path, &aside) {
+        Ok(()) => Ok(Some((what, aside))),
+        // another process (a part of a sharded run) moved it first: nothing is in the way now
+        Err(_) if !there(path) || fits(path) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_is_in_the_way_is_set_aside_under_a_free_name_and_a_fit_is_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let export = dir.path().join("synthetic");
+        assert_eq!(set_aside_unless(&export, Kind::Dir).unwrap(), None);
+        std::fs::create_dir(&export).unwrap();
+        assert_eq!(set_aside_unless(&export, Kind::Dir).unwrap(), None);
+        std::fs::remove_dir(&export).unwrap();
+        for n in ["", "-2"] {
+            std::fs::write(&export, "in the way").unwrap();
+            let (what, aside) = set_aside_unless(&export, Kind::Dir).unwrap().unwrap();
+            assert_eq!(what, "a file");
+            assert_eq!(aside, dir.path().join(format!("synthetic.set-aside{n}")));
+            assert!(!export.exists() && aside.is_file());
+        }
+        let cache = dir.path().join("m.vecs");
+        std::fs::create_dir(&cache).unwrap();
+        let (what, _) = set_aside_unless(&cache, Kind::File).unwrap().unwrap();
+        assert_eq!(what, "a directory");
+        std::fs::write(&cache, "x").unwrap();
+        assert_eq!(set_aside_unless(&cache, Kind::File).unwrap(), None);
+    }
+}

@@ -344,8 +344,11 @@ fn a_tampered_or_damaged_cached_cell_is_recomputed_not_served() {
     ];
     for (what, damage, says) in damages {
         damage();
-        // a reader refuses the cell too, with the reason, instead of comparing damaged numbers
-        let cmp = env.ok(&["compare", "r", "r"]);
+        // a reader refuses the cell too, with the reason, instead of comparing damaged numbers,
+        // and its exit status says a cell was left out
+        let cmp = env.run(&["compare", "r", "r"]);
+        assert_eq!(cmp.status.code(), Some(3), "{what}: compare's exit status");
+        let cmp = String::from_utf8_lossy(&cmp.stdout);
         assert!(
             cmp.contains("not comparable") && cmp.contains("not trusted") && cmp.contains(says),
             "{what}: compare: {cmp}"

@@ -179,6 +179,14 @@ fn every_damaged_file_read_back_is_detected_and_recovered_with_the_same_numbers(
             Box::new(|| truncate_half(&export.join("manifest.json"))),
             "synthetic: prepared",
         ),
+        (
+            "export directory replaced by a plain file",
+            Box::new(|| {
+                std::fs::remove_dir_all(&export).unwrap();
+                std::fs::write(&export, "in the way").unwrap();
+            }),
+            "a file, not an export directory: set aside as",
+        ),
     ];
     for (what, damage, says) in damages {
         damage();
@@ -202,6 +210,34 @@ fn every_damaged_file_read_back_is_detected_and_recovered_with_the_same_numbers(
         fingerprint(&env, "r"),
         clean,
         "embedding cache: the same numbers"
+    );
+
+    // the cache file replaced by a directory: set aside like a damaged cache, its vectors
+    // embedded again into a new file, the same numbers
+    let cache = only_file_in(&embeddings);
+    std::fs::remove_file(&cache).unwrap();
+    std::fs::create_dir_all(cache.join("inside")).unwrap();
+    std::fs::remove_dir_all(&export).unwrap();
+    let out = env.ok(&args);
+    assert!(
+        out.contains("a directory, not a cache file: set aside as"),
+        "cache replaced by a directory: {out}"
+    );
+    assert!(cache.is_file(), "a new cache file is written");
+    assert!(
+        cache
+            .with_file_name(format!(
+                "{}.set-aside",
+                cache.file_name().unwrap().to_string_lossy()
+            ))
+            .join("inside")
+            .is_dir(),
+        "what was in the way is kept, beside it"
+    );
+    assert_eq!(
+        fingerprint(&env, "r"),
+        clean,
+        "cache replaced by a directory: the same numbers"
     );
 }
 
@@ -549,4 +585,317 @@ fn ci_off_is_the_only_way_to_no_intervals_and_it_turns_them_all_off() {
             "no interval, no p: {row}"
         );
     }
+}
+
+/// Two selecting legs, so a damaged curve leaves the other to draw the figure from.
+const READ_CAMPAIGN: &str = r#"
+model: model
+budgets: [500, 2000]
+stats: {resamples: 200, permutations: 200, seed: 3}
+datasets:
+  synthetic: {format: synthetic}
+legs:
+  bm25: {kind: bm25}
+  dense: {kind: dense}
+  packer: {kind: packer, budget: 2000}
+  packer_small: {kind: packer, budget: 500}
+"#;
+
+/// `from` copied to `to` (which is replaced), file by file.
+fn copy_dir(from: &Path, to: &Path) {
+    if to.exists() {
+        std::fs::remove_dir_all(to).unwrap();
+    }
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        let (src, dst) = (e.path(), to.join(e.file_name()));
+        if src.is_dir() {
+            copy_dir(&src, &dst);
+        } else {
+            std::fs::copy(&src, &dst).unwrap();
+        }
+    }
+}
+
+/// `text` as the report writes it into a page.
+fn html(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&#39;")
+}
+
+/// What was damaged: a cell's file, or a budget curve's, of leg `.1`.
+#[derive(Clone, Copy)]
+enum Damaged<'a> {
+    Cell(&'a str),
+    Curve(&'a str),
+}
+
+/// Runs the read commands over results `r` (damaged) beside `clean` and checks what they say of
+/// the damage: `report` and `compare` exit 3 (`compare-legs` too, for a cell), name the damaged
+/// cell or curve with `says` on stderr and where it would have shown (a cell keeps its matrix
+/// row, marked, and is listed on the matrix page and its dataset's page; a curve is listed on its
+/// dataset's page and the figure is drawn from the others), and read everything else; the pages
+/// are the same bytes when written again.
+fn read_path_leaves_out(env: &Env, what: &str, damaged: Damaged, says: &str) {
+    let text = |o: &std::process::Output| {
+        String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr)
+    };
+    let report = env.run(&["report", "--results", "r"]);
+    let out = text(&report);
+    assert_eq!(report.status.code(), Some(3), "{what}: report: {out}");
+    assert!(out.contains(says), "{what}: report names it: {out}");
+    let pages = env.results("r").join("report");
+    let read = |page: &str| std::fs::read_to_string(pages.join(page)).unwrap();
+    let (index, dataset) = (read("index.html"), read("d-synthetic.html"));
+    for leg in ["bm25", "packer", "packer_small"] {
+        assert!(
+            index.contains(&format!("data-leg=\"{leg}\" data-status=\"ok\"")),
+            "{what}: {leg} is still reported"
+        );
+    }
+    match damaged {
+        Damaged::Cell(leg) => {
+            assert!(out.contains("cell not trusted, left out"), "{what}: {out}");
+            let row = format!("data-leg=\"{leg}\" data-status=\"not-trusted\"");
+            let row = index
+                .split(&row)
+                .nth(1)
+                .map(|r| &r[..r.find("</tr>").unwrap()]);
+            assert!(
+                row.is_some_and(
+                    |r| r.contains("not trusted, left out: ") && r.contains(&html(says))
+                ),
+                "{what}: the matrix row stays, marked: {row:?}"
+            );
+            for (page, body) in [("index.html", &index), ("d-synthetic.html", &dataset)] {
+                let listed = body.split("<section id=\"left-out\">").nth(1);
+                assert!(
+                    listed.is_some_and(|l| l.contains(&format!("<strong>{leg}</strong>: "))
+                        && l.contains(&html(says))),
+                    "{what}: {page} lists it with why"
+                );
+            }
+            let cmp = env.run(&["compare", "clean", "r"]);
+            let cmp_out = text(&cmp);
+            assert_eq!(cmp.status.code(), Some(3), "{what}: compare: {cmp_out}");
+            assert!(
+                cmp_out.contains(&format!(
+                    "| synthetic | {leg} | not comparable (B's cell is not trusted: "
+                )) && cmp_out.contains(says)
+                    && cmp_out.contains("| synthetic | bm25 | identical |"),
+                "{what}: compare: {cmp_out}"
+            );
+            let legs = env.run(&[
+                "compare-legs",
+                "--results",
+                "r",
+                "--dataset",
+                "synthetic",
+                "bm25",
+                leg,
+            ]);
+            let legs_out = text(&legs);
+            assert_eq!(
+                legs.status.code(),
+                Some(3),
+                "{what}: compare-legs: {legs_out}"
+            );
+            assert!(
+                legs_out.contains("B's cell is not trusted: ") && legs_out.contains(says),
+                "{what}: compare-legs: {legs_out}"
+            );
+        }
+        Damaged::Curve(leg) => {
+            assert!(
+                out.contains(&format!(
+                    "budget curve synthetic x {leg} not trusted, left out"
+                )),
+                "{what}: {out}"
+            );
+            assert!(
+                !index.contains("id=\"left-out\""),
+                "{what}: every cell is shown"
+            );
+            let curves = dataset.split("<section id=\"curves\">").nth(1).unwrap();
+            let curves = &curves[..curves.find("</section>").unwrap()];
+            assert!(
+                curves.contains(&format!("<li>{leg}: ")) && curves.contains(&html(says)),
+                "{what}: the page names the curve with why: {curves}"
+            );
+            assert!(
+                curves.contains("img/synthetic.curves.svg")
+                    && pages.join("img/synthetic.curves.svg").is_file(),
+                "{what}: the figure is drawn from the curve that verifies"
+            );
+        }
+    }
+    // the same inputs, the same bytes
+    let again = env.run(&["report", "--results", "r", "--out", "r/report-again"]);
+    assert_eq!(again.status.code(), Some(3));
+    for page in ["index.html", "d-synthetic.html"] {
+        let second = std::fs::read_to_string(env.results("r/report-again").join(page)).unwrap();
+        assert_eq!(read(page), second, "{what}: {page} is deterministic");
+    }
+}
+
+/// A damaged cell (any field of its summary edited, the summary truncated, its records truncated,
+/// two ranks of its run file swapped) or budget curve is left out by the read path, named where
+/// it would have shown with the reason its verification gives, and the rest is read: see
+/// [`read_path_leaves_out`].
+#[test]
+fn a_damaged_cell_or_curve_is_named_where_it_would_show_and_the_rest_is_read() {
+    let env = Env::new();
+    std::fs::write(env.path().join("campaign.yaml"), READ_CAMPAIGN).unwrap();
+    let args = run_args("clean");
+    env.ok(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let clean = env.results("clean");
+    let report = env.run(&["report", "--results", "clean"]);
+    assert_eq!(report.status.code(), Some(0), "nothing left out, exit 0");
+    assert!(!std::fs::read_to_string(clean.join("report/index.html"))
+        .unwrap()
+        .contains("left-out"));
+
+    let r = env.results("r");
+    let summary = r.join("cells/synthetic/dense.summary.json");
+    let curve = r.join("curves/synthetic/packer.curve.json");
+    let edited = "dense.summary.json: a field outside `timing` is not what was written";
+    let curve_edited = "packer.curve.json: a field outside `timing` is not what was written";
+    type Case<'a> = (&'a str, Box<dyn Fn() + 'a>, Damaged<'a>, &'a str);
+    let cell = Damaged::Cell("dense");
+    let cases: Vec<Case> = vec![
+        (
+            "a mean edited",
+            Box::new(|| {
+                edit_json(&summary, false, |v| {
+                    v["metrics"]["recall@10"] = json!(0.999)
+                })
+            }),
+            cell,
+            edited,
+        ),
+        (
+            "a CI edited",
+            Box::new(|| {
+                edit_json(&summary, false, |v| {
+                    v["metrics_ci95"]["recall@10"][0] = json!(0.0)
+                })
+            }),
+            cell,
+            edited,
+        ),
+        (
+            "the tokens edited",
+            Box::new(|| edit_json(&summary, false, |v| v["tokens"]["at_10_mean"] = json!(1.0))),
+            cell,
+            edited,
+        ),
+        (
+            "a diagnostic edited",
+            Box::new(|| {
+                edit_json(&summary, false, |v| {
+                    let d = v["diagnostics"].as_object_mut().unwrap();
+                    let k = d.keys().next().cloned().unwrap_or_else(|| "added".into());
+                    d.insert(k, json!(1234.5));
+                })
+            }),
+            cell,
+            edited,
+        ),
+        (
+            "the status edited",
+            Box::new(|| edit_json(&summary, false, |v| v["status"] = json!("missing-inputs"))),
+            cell,
+            "dense.summary.json: status `missing-inputs` but it holds `queries`",
+        ),
+        (
+            "the records truncated",
+            Box::new(|| truncate_half(&r.join("cells/synthetic/dense.queries.parquet"))),
+            cell,
+            "dense.queries.parquet: not the records written with its summary",
+        ),
+        (
+            "two ranks swapped in the run file",
+            Box::new(|| {
+                let run = r.join("runs/synthetic/dense.trec");
+                let text = std::fs::read_to_string(&run).unwrap();
+                let mut lines: Vec<Vec<&str>> =
+                    text.lines().map(|l| l.split(' ').collect()).collect();
+                let (first, second) = (lines[0][2], lines[1][2]);
+                (lines[0][2], lines[1][2]) = (second, first);
+                let lines: Vec<String> = lines.iter().map(|l| l.join(" ")).collect();
+                std::fs::write(&run, lines.join("\n") + "\n").unwrap();
+            }),
+            cell,
+            "dense.trec: not the run file written with its summary",
+        ),
+        (
+            "the summary truncated",
+            Box::new(|| truncate_half(&summary)),
+            cell,
+            "dense.summary.json: not a hopbench cell summary",
+        ),
+        (
+            "a curve mean edited",
+            Box::new(|| {
+                edit_json(&curve, false, |v| {
+                    v["points"][0]["metrics"]["recall@10"] = json!(0.123)
+                })
+            }),
+            Damaged::Curve("packer"),
+            curve_edited,
+        ),
+        (
+            "a curve's tokens_mean edited",
+            Box::new(|| {
+                edit_json(&curve, false, |v| {
+                    v["points"][0]["tokens_mean"] = json!(1.0)
+                })
+            }),
+            Damaged::Curve("packer"),
+            curve_edited,
+        ),
+        (
+            "a curve mean edited, its seal recomputed",
+            Box::new(|| {
+                edit_json(&curve, true, |v| {
+                    v["points"][0]["metrics"]["recall@10"] = json!(0.123)
+                })
+            }),
+            Damaged::Curve("packer"),
+            "metrics.recall@10 at budget 500 is not that of",
+        ),
+    ];
+    for (what, damage, damaged, says) in cases {
+        copy_dir(&clean, &r);
+        damage();
+        read_path_leaves_out(&env, what, damaged, says);
+    }
+
+    // a run of other legs leaves a damaged cell outside its selection alone, and the matrix it
+    // writes keeps the cell's row, marked, with the reason below the table; the run exits 0
+    copy_dir(&clean, &r);
+    truncate_half(&summary);
+    let run = [
+        &run_args("r")[..],
+        &["--legs".to_string(), "bm25".to_string()],
+    ]
+    .concat();
+    let out = env.ok(&run.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(out.contains("cell not trusted, left out"), "{out}");
+    let md = std::fs::read_to_string(r.join("matrix.md")).unwrap();
+    assert!(
+        md.contains("| synthetic | dense | not trusted | — |")
+            && md.contains("| synthetic | bm25 | ok |")
+            && md.contains("Cells left out, not trusted")
+            && md.contains(
+                "- synthetic x dense: r/cells/synthetic/dense.summary.json: not a hopbench cell \
+                 summary"
+            ),
+        "{md}"
+    );
+    let index = std::fs::read_to_string(r.join("report/index.html")).unwrap();
+    assert!(index.contains("data-leg=\"dense\" data-status=\"not-trusted\""));
 }

@@ -242,7 +242,13 @@ fn the_matrix_page_shows_matrix_md_numbers_and_every_reference_resolves_offline(
         md.keys().collect::<Vec<_>>(),
         html.keys().collect::<Vec<_>>()
     );
-    let summaries = hopbench::store::collect::collect_summaries(&env.results("results")).unwrap();
+    let collected = hopbench::store::collect::collect_summaries(&env.results("results"));
+    assert!(
+        collected.unreadable.is_empty(),
+        "{:?}",
+        collected.unreadable
+    );
+    let summaries = collected.cells;
     assert_eq!(html.len(), summaries.len());
     for (key, m) in &md {
         let h = &html[key];

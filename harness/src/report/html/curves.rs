@@ -11,12 +11,14 @@ use super::page::{self, esc};
 use super::{format, ReportOptions};
 use crate::pipeline::curve::Curve;
 
-/// The dataset's budget curves: the figure (drawn by [`crate::report::plot::svg`]) and their numbers.
+/// The dataset's budget curves: the figure (drawn by [`crate::report::plot::svg`] from the
+/// curves that verify) and their numbers, and the curves that do not read or verify, named with
+/// why on the page and returned as `(leg, why)` for the caller to say on stderr.
 pub(crate) fn curves_section(
     o: &ReportOptions,
     job: &Job,
     put: &mut impl FnMut(&str, &str) -> Result<()>,
-) -> Result<String> {
+) -> Result<(String, Vec<(String, String)>)> {
     let mut s = String::from("<section id=\"curves\">\n<h2>Budget curves</h2>\n");
     let dir = o.results.join("curves").join(job.dataset);
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
@@ -42,14 +44,14 @@ pub(crate) fn curves_section(
         let (json, rows) = crate::pipeline::curve::paths(o.results, job.dataset, &leg);
         match crate::pipeline::curve::read_verified(&json, &rows) {
             Ok(c) => curves.push(c),
-            Err(e) => untrusted.push(format!("{}: {e:#}", esc(&leg))),
+            Err(e) => untrusted.push((leg, format!("{e:#}"))),
         }
     }
     if curves.is_empty() && untrusted.is_empty() {
         s.push_str(
             "<p>No budget curve: no selecting leg ran on this dataset (or <code>--no-curves</code>).</p>\n</section>\n",
         );
-        return Ok(s);
+        return Ok((s, untrusted));
     }
     if !curves.is_empty() {
         let text = format!(
@@ -79,14 +81,17 @@ pub(crate) fn curves_section(
         s.push_str(&curve_table(&curves, &names));
     }
     if !untrusted.is_empty() {
-        s.push_str("<p>Curves not shown because they do not verify:</p>\n<ul>\n");
-        for u in untrusted {
-            let _ = writeln!(s, "<li>{u}</li>");
+        s.push_str(
+            "<p>Curves left out, not trusted: their file or rows do not read or verify (the \
+             next <code>hopbench run-matrix</code> recomputes them):</p>\n<ul>\n",
+        );
+        for (leg, why) in &untrusted {
+            let _ = writeln!(s, "<li>{}: {}</li>", esc(leg), esc(why));
         }
         s.push_str("</ul>\n");
     }
     s.push_str("</section>\n");
-    Ok(s)
+    Ok((s, untrusted))
 }
 
 fn curve_table(curves: &[Curve], names: &[String]) -> String {

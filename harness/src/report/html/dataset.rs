@@ -15,8 +15,16 @@ use super::{curves, format, groups, pairs, ReportOptions};
 use crate::measure::metrics;
 use crate::store::summary::{CellSummary, Status};
 
+/// What one dataset's share of the report wrote, and the budget curves it left out.
+pub(crate) struct Written {
+    /// Each file written, with its size.
+    pub files: Vec<(PathBuf, u64)>,
+    /// The curves not drawn because they do not read or verify: `(leg, why)`, in leg order.
+    pub curves_left_out: Vec<(String, String)>,
+}
+
 /// Writes the dataset's page, figures and drill-down pages; returns what it wrote.
-pub(crate) fn write(o: &ReportOptions, job: &Job) -> Result<Vec<(PathBuf, u64)>> {
+pub(crate) fn write(o: &ReportOptions, job: &Job) -> Result<Written> {
     let mut written = Vec::new();
     let mut put = |name: &str, text: &str| -> Result<()> {
         written.push(super::write(&o.out.join(name), text)?);
@@ -30,6 +38,7 @@ pub(crate) fn write(o: &ReportOptions, job: &Job) -> Result<Vec<(PathBuf, u64)>>
         .collect();
     let mut body = String::new();
     body.push_str(&intro(o, job));
+    body.push_str(&super::left_out::section(&job.left_out, false));
 
     // the headline with CI whiskers, then every metric
     body.push_str("<section id=\"metrics\">\n<h2>Every metric</h2>\n");
@@ -46,7 +55,8 @@ pub(crate) fn write(o: &ReportOptions, job: &Job) -> Result<Vec<(PathBuf, u64)>>
     body.push_str(&without_numbers(job.cells));
     body.push_str("</section>\n");
 
-    body.push_str(&curves::curves_section(o, job, &mut put)?);
+    let (section, curves_left_out) = curves::curves_section(o, job, &mut put)?;
+    body.push_str(&section);
     // every drill-down page of the dataset reads its run files from this one pass
     let legs: Vec<&str> = ok.iter().map(|c| c.leg.as_str()).collect();
     let drill = super::drill::Drill::read(o.results, job.dataset, &legs);
@@ -55,28 +65,34 @@ pub(crate) fn write(o: &ReportOptions, job: &Job) -> Result<Vec<(PathBuf, u64)>>
     body.push_str(&groups::conversations(&ok));
     body.push_str(&groups::diagnostics(&ok));
 
-    let nav = vec![
-        ("index.html".to_string(), "← matrix".to_string()),
+    let mut nav = vec![("index.html".to_string(), "← matrix".to_string())];
+    if !job.left_out.is_empty() {
+        nav.push(("#left-out".into(), "left out".into()));
+    }
+    nav.extend([
         ("#metrics".into(), "metrics".into()),
         ("#curves".into(), "budget curves".into()),
         ("#comparisons".into(), "paired comparisons".into()),
         ("#per-query".into(), "per query".into()),
         ("#conversations".into(), "breakdowns".into()),
         ("#diagnostics".into(), "diagnostics".into()),
-    ];
+    ]);
     let (queries, without) = dataset_counts(job.cells);
     let html = page::page(
         &format!("hopbench report: {}", job.dataset),
         &format!(
             "queries evaluated: {queries} · queries without gold (not evaluated): {without} · \
              cells: {}",
-            status_counts(job.cells)
+            status_counts(job.cells, job.left_out.len())
         ),
         &nav,
         &body,
     );
     put(&job.files.page, &html)?;
-    Ok(written)
+    Ok(Written {
+        files: written,
+        curves_left_out,
+    })
 }
 
 /// The link to the every-leg drill-down (written here), or why there is none.

@@ -5,6 +5,7 @@
 use anyhow::Result;
 
 use super::{slug, Names};
+use crate::store::collect::LeftOut;
 use crate::store::summary::CellSummary;
 
 /// The file names of one pair's drill-down page and difference figure.
@@ -62,6 +63,8 @@ pub(crate) struct Job<'a> {
     pub dataset: &'a str,
     /// Its cells, sorted by leg.
     pub cells: &'a [&'a CellSummary],
+    /// Its cells left out (not trusted), sorted by leg: named where the others are shown.
+    pub left_out: Vec<&'a LeftOut>,
     /// The leg pairs `(a, b)` compared on it.
     pub pairs: Vec<(String, String)>,
     /// Its files.

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use super::job::Job;
 use super::page::{self, esc};
-use super::{format, ReportOptions};
+use super::{format, left_out, ReportOptions};
 use hopbench_legs::registry::{role_of, Role};
 
 use crate::measure::metrics;
@@ -94,17 +94,26 @@ pub(crate) fn indexed(cells: &[&CellSummary]) -> String {
     }
 }
 
-/// Cells per status, `12 ok, 6 missing-inputs`.
-pub(crate) fn status_counts(cells: &[&CellSummary]) -> String {
+/// Cells per status, `12 ok, 6 missing-inputs`, then the cells left out (`1 not trusted`).
+pub(crate) fn status_counts(cells: &[&CellSummary], left_out: usize) -> String {
     let mut n: BTreeMap<&str, usize> = BTreeMap::new();
     for c in cells {
         *n.entry(c.status.name()).or_default() += 1;
     }
-    ["ok", "missing-inputs", "error", "empty"]
-        .iter()
-        .filter_map(|s| n.get(s).map(|k| format!("{k} {s}")))
-        .collect::<Vec<_>>()
-        .join(", ")
+    if left_out > 0 {
+        n.insert(left_out::NOT_TRUSTED, left_out);
+    }
+    [
+        "ok",
+        "missing-inputs",
+        "error",
+        "empty",
+        left_out::NOT_TRUSTED,
+    ]
+    .iter()
+    .filter_map(|s| n.get(s).map(|k| format!("{k} {s}")))
+    .collect::<Vec<_>>()
+    .join(", ")
 }
 
 /// The CI settings of a cell, in words.
@@ -290,7 +299,7 @@ fn datasets(o: &ReportOptions, jobs: &[Job]) -> String {
             indexed(j.cells),
             distinct(j.cells, |c| c.inputs.export.is_some()
                 .then(|| Gain::describe(c.inputs.gain).to_string())),
-            status_counts(j.cells),
+            status_counts(j.cells, j.left_out.len()),
             esc(spec.and_then(|d| d.note.as_deref()).unwrap_or(""))
         );
     }
@@ -330,10 +339,18 @@ pub(crate) fn table(jobs: &[Job]) -> String {
             esc(j.dataset),
             span + 3,
             esc(&j.files.page),
-            status_counts(j.cells)
+            status_counts(j.cells, j.left_out.len())
         );
+        // the left-out cells keep their rows, in leg order among the others
+        let mut left = j.left_out.iter().peekable();
         for c in j.cells {
+            while let Some(l) = left.next_if(|l| l.leg < c.leg) {
+                s.push_str(&left_out::row(l, span));
+            }
             s.push_str(&row(c, &columns, span));
+        }
+        for l in left {
+            s.push_str(&left_out::row(l, span));
         }
         s.push_str("</tbody>\n");
     }
@@ -417,6 +434,10 @@ pub(crate) fn page(
     jobs: &[Job],
 ) -> String {
     let cells: Vec<&CellSummary> = by_dataset.values().flatten().copied().collect();
+    let left: Vec<&crate::store::collect::LeftOut> = jobs
+        .iter()
+        .flat_map(|j| j.left_out.iter().copied())
+        .collect();
     let nav: Vec<(String, String)> = jobs
         .iter()
         .map(|j| (j.files.page.clone(), j.dataset.to_string()))
@@ -427,8 +448,8 @@ pub(crate) fn page(
         "<p>{} cells ({}) over {} datasets, read from <code>{}</code>. Every number here is the \
          number <code>matrix.md</code> shows for the cell, with the same rounding; the intervals \
          beside the means are the cells' 95% CIs.</p>",
-        cells.len(),
-        status_counts(&cells),
+        cells.len() + left.len(),
+        status_counts(&cells, left.len()),
         jobs.len(),
         esc(&o.results.display().to_string())
     );
@@ -447,6 +468,7 @@ pub(crate) fn page(
         )),
         distinct(&cells, |c| Some(ci_text(&c.inputs.ci)))
     );
+    body.push_str(&left_out::section(&left, true));
     body.push_str("<section id=\"cells\">\n<h2>Matrix</h2>\n");
     body.push_str(&table(jobs));
     body.push_str("</section>\n");

@@ -20,6 +20,12 @@
 //!   counts;
 //! - `img/*.svg`: the figures (`svg` draws all but the budget curves).
 //!
+//! A cell whose files do not read or verify keeps its matrix row, marked not trusted with the
+//! reason, and is listed on the matrix page and its dataset's page (`left_out`); a budget curve
+//! that does not verify is named on its dataset's page and the figure is drawn from the others.
+//! Both are said on stderr and counted in [`ReportWritten`], so a page never lacks something
+//! without saying so.
+//!
 //! Every file written carries the marker [`MARKER`]; a later report into the same directory
 //! removes the files with the marker that it did not write itself (a dataset or pair that is
 //! gone), and never touches any other file. Every file is written atomically
@@ -34,6 +40,7 @@ mod drill;
 mod format;
 mod groups;
 mod job;
+mod left_out;
 mod matrix;
 mod page;
 mod pairs;
@@ -45,6 +52,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use rayon::prelude::*;
 
+use crate::store::collect::LeftOut;
 use crate::store::summary::{CellSummary, Status};
 
 /// What to report and where.
@@ -71,6 +79,12 @@ pub struct ReportWritten {
     pub files: usize,
     /// Their total size in bytes.
     pub bytes: u64,
+    /// Cells left out (their files do not read or verify): each keeps a marked row in the
+    /// matrix and is named with why on the pages and on stderr.
+    pub cells_left_out: usize,
+    /// Budget curves left out (their files do not read or verify): named on their dataset's
+    /// page and on stderr; the figure is drawn from the others.
+    pub curves_left_out: usize,
 }
 
 /// The marker every file of a report carries near its start (a `<meta name="generator">` in
@@ -78,18 +92,29 @@ pub struct ReportWritten {
 pub const MARKER: &str = "hopbench report";
 
 /// Writes the report of `o.results` into `o.out` (see the module documentation); an error when
-/// the results hold no cell summary or a file cannot be written.
+/// the results hold no cell summary or a file cannot be written. A cell or curve whose files do
+/// not read or verify is left out, named on the pages and on stderr, and counted in what it
+/// returns: the rest of the report is written.
 pub fn write_report(o: &ReportOptions) -> Result<ReportWritten> {
-    let cells = crate::store::collect::trusted_summaries(o.results)?;
-    if cells.is_empty() {
+    let trusted = crate::store::collect::trusted_summaries(o.results);
+    if trusted.cells.is_empty() && trusted.left_out.is_empty() {
         bail!(
             "{}: no cell summaries under cells/ (run `hopbench run-matrix` first)",
             o.results.display()
         );
     }
     let mut by_dataset: BTreeMap<&str, Vec<&CellSummary>> = BTreeMap::new();
-    for c in &cells {
+    for c in &trusted.cells {
         by_dataset.entry(c.dataset.as_str()).or_default().push(c);
+    }
+    // a dataset whose every cell is left out still has its page, naming them
+    let mut left_by_dataset: BTreeMap<&str, Vec<&LeftOut>> = BTreeMap::new();
+    for l in &trusted.left_out {
+        by_dataset.entry(l.dataset.as_str()).or_default();
+        left_by_dataset
+            .entry(l.dataset.as_str())
+            .or_default()
+            .push(l);
     }
     let mut names = Names::default();
     let mut jobs = Vec::new();
@@ -99,18 +124,28 @@ pub fn write_report(o: &ReportOptions) -> Result<ReportWritten> {
         jobs.push(job::Job {
             dataset,
             cells: cells.as_slice(),
+            left_out: left_by_dataset.remove(dataset).unwrap_or_default(),
             pairs,
             files,
         });
     }
     let index = matrix::page(o, &by_dataset, &jobs);
-    let mut written: Vec<(PathBuf, u64)> = jobs
+    let parts: Vec<dataset::Written> = jobs
         .par_iter()
         .map(|job| dataset::write(o, job))
-        .collect::<Result<Vec<_>>>()?
-        .into_iter()
-        .flatten()
-        .collect();
+        .collect::<Result<Vec<_>>>()?;
+    // said in dataset order, after the parallel part, so stderr reads the same on every run
+    let mut curves_left_out = 0;
+    for (job, part) in jobs.iter().zip(&parts) {
+        for (leg, why) in &part.curves_left_out {
+            eprintln!(
+                "warning: budget curve {} x {leg} not trusted, left out of the report ({why})",
+                job.dataset
+            );
+            curves_left_out += 1;
+        }
+    }
+    let mut written: Vec<(PathBuf, u64)> = parts.into_iter().flat_map(|p| p.files).collect();
     let index_path = o.out.join("index.html");
     written.push(write(&index_path, &index)?);
     remove_stale(o.out, &written.iter().map(|w| w.0.clone()).collect())?;
@@ -118,6 +153,8 @@ pub fn write_report(o: &ReportOptions) -> Result<ReportWritten> {
         index: index_path,
         files: written.len(),
         bytes: written.iter().map(|w| w.1).sum(),
+        cells_left_out: trusted.left_out.len(),
+        curves_left_out,
     })
 }
 
