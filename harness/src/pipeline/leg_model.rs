@@ -46,24 +46,54 @@ impl LegModel {
     }
 }
 
-/// The models of the legs `legs` that name one, by leg: each directory read for its id and
-/// dimension. A directory that is not a model is an error naming the leg and the field.
-pub fn resolve(campaign: &Campaign, legs: &[String]) -> Result<BTreeMap<String, LegModel>> {
-    let mut out = BTreeMap::new();
+/// The models of the legs `legs` that name one: by leg, each directory read for its id and
+/// dimension, and apart, the legs whose model is not installed (no such directory), with the
+/// reason their cells are `missing-inputs`. A directory that is there and not a model is an
+/// error naming the leg and the field.
+pub fn resolve(campaign: &Campaign, legs: &[String]) -> Result<LegModels> {
+    let mut out = LegModels::default();
     for leg in legs {
         let Some(model) = campaign.legs.get(leg).and_then(|s| s.model()) else {
             continue;
         };
         let dir = PathBuf::from(model);
+        if !embed::is_hashing_model(&dir) && !dir.exists() {
+            let name = dir.file_name().map_or_else(Default::default, |n| n.to_string_lossy());
+            out.missing.insert(
+                leg.clone(),
+                format!(
+                    "leg `{leg}` reads the vectors of model {model}, which is not installed \
+                     (scripts/setup --model {name} installs a model the registries ship)"
+                ),
+            );
+            continue;
+        }
         let (id, dim) = identity(&dir).with_context(|| {
             format!(
                 "leg `{leg}`: field `model`: `{model}` is not a model directory hopbench can run \
                  (run scripts/setup --model NAME to install one)"
             )
         })?;
-        out.insert(leg.clone(), LegModel { dir, id, dim });
+        out.ready.insert(leg.clone(), LegModel { dir, id, dim });
     }
     Ok(out)
+}
+
+/// The selected legs' own models ([`resolve`]).
+#[derive(Debug, Clone, Default)]
+pub struct LegModels {
+    /// The model of each leg that names an installed one.
+    pub ready: BTreeMap<String, LegModel>,
+    /// Why each leg whose model is not installed cannot run (its cells are `missing-inputs`).
+    pub missing: BTreeMap<String, String>,
+}
+
+impl LegModels {
+    /// The installed model leg `leg` names, `None` for a leg of the campaign's model (or of a
+    /// missing one).
+    pub fn get(&self, leg: &str) -> Option<&LegModel> {
+        self.ready.get(leg)
+    }
 }
 
 /// The id and dimension of the model at `dir` with its own prompts.
@@ -144,6 +174,9 @@ pub fn for_leg(
     data: &DataSettings,
 ) -> Result<(Arc<Export>, Option<LegModel>)> {
     let models = resolve(campaign, &[leg.to_string()])?;
+    if let Some(reason) = models.missing.get(leg) {
+        anyhow::bail!("{reason}");
+    }
     match models.get(leg) {
         None => Ok((export.clone(), None)),
         Some(m) => Ok((export_for(export, m, data, false, None)?, Some(m.clone()))),

@@ -314,7 +314,10 @@ pub fn cell_inputs(
         manifest: e.manifest,
         model: leg_model,
     }));
-    let model_id = export.map(|e| leg_model.unwrap_or(&e.manifest.model_id).to_string());
+    // a leg whose model is not installed has no model yet: installing it changes the key
+    let model_id = export
+        .filter(|_| !s.leg_models.missing.contains_key(leg_name))
+        .map(|e| leg_model.unwrap_or(&e.manifest.model_id).to_string());
     let inputs = CellInputs {
         export: export.map(|e| e.manifest.content_hash()),
         model_note: model_id
@@ -541,6 +544,15 @@ fn run_cell(
         protocol: crate::pipeline::protocol::label(campaign.protocol(dataset), export.as_deref()),
         paths: CellPaths::new(&s.results, dataset, leg_name),
     };
+    if let Some(reason) = s.leg_models.missing.get(leg_name) {
+        return head.without_numbers(
+            Status::MissingInputs,
+            reason.clone(),
+            (key, inputs),
+            None,
+            CellOutcome::Missing,
+        );
+    }
     let export = match state {
         DatasetState::Missing(reason) => {
             return head.without_numbers(

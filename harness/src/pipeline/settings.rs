@@ -43,7 +43,7 @@ pub struct MatrixSettings {
     /// `--cells`: run only these (dataset, leg) cells of the selection.
     pub cells: Option<Vec<(String, String)>>,
     /// The models of the selected legs that name one (`model:`), by leg.
-    pub leg_models: std::collections::BTreeMap<String, crate::pipeline::leg_model::LegModel>,
+    pub leg_models: crate::pipeline::leg_model::LegModels,
 }
 
 /// What the command line says, before resolution: `None` (or `false`) where a flag was not

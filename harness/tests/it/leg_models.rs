@@ -193,14 +193,43 @@ fn a_model_where_a_leg_reads_no_vectors_or_that_is_not_a_model_is_refused_by_nam
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("lexical_m2"), "{err}");
     assert!(err.contains("kind `lexical` reads none"), "{err}");
-    let missing = TWO_MODELS.replace("model: model2}", "model: nowhere}");
+    // a model that is not installed: the leg's cells are missing-inputs, saying how to install it
+    let missing = TWO_MODELS.replace("model: model2}", "model: models/all-mpnet-base-v2}");
     std::fs::write(env.path().join("missing.yaml"), missing).unwrap();
+    env.ok(&[
+        "run-matrix",
+        "--threads",
+        "1",
+        "--quiet",
+        "--no-curves",
+        "--campaign",
+        "missing.yaml",
+        "--legs",
+        "dense,dense_m2",
+        "--datasets",
+        "synthetic",
+    ]);
+    let s = env.summary("results", "synthetic", "dense_m2");
+    assert_eq!(s["status"], "missing-inputs", "{s}");
+    let reason = s["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("models/all-mpnet-base-v2, which is not installed")
+            && reason.contains("scripts/setup --model all-mpnet-base-v2"),
+        "{reason}"
+    );
+    assert_eq!(env.summary("results", "synthetic", "dense")["status"], "ok");
+    // a directory that is there and is not a model: an error naming the leg and the field
+    std::fs::create_dir_all(env.path().join("notamodel")).unwrap();
+    let wrong = TWO_MODELS.replace("model: model2}", "model: notamodel}");
+    std::fs::write(env.path().join("wrong.yaml"), wrong).unwrap();
     let out = env.run(&[
         "run-matrix",
         "--threads",
         "1",
         "--campaign",
-        "missing.yaml",
+        "wrong.yaml",
+        "--results",
+        "r9",
         "--legs",
         "dense_m2",
         "--datasets",
@@ -209,11 +238,8 @@ fn a_model_where_a_leg_reads_no_vectors_or_that_is_not_a_model_is_refused_by_nam
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
-        err.contains("leg `dense_m2`: field `model`: `nowhere` is not a model directory"),
+        err.contains("leg `dense_m2`: field `model`: `notamodel` is not a model directory"),
         "{err}"
     );
-    assert!(
-        !env.results("results").join("cells").exists(),
-        "nothing written"
-    );
+    assert!(!env.results("r9").join("cells").exists(), "nothing written");
 }
