@@ -17,8 +17,8 @@ datasets and legs (one by the old binary, one by the new). Compared, file by fil
 * every export's manifest: the blake3 of each export file must agree, so the exports are
   byte-identical whatever the manifest's own identity fields say.
 
-`--ignore FIELD` also leaves out a top-level summary/curve field, for a change that adds or
-renames fields on purpose (a schema change: `--ignore schema_version --ignore
+`--ignore FIELD` also leaves out a top-level summary/curve field (`--ignore inputs.FIELD` a field
+of `inputs`), for a change that adds or renames fields on purpose (a schema change: `--ignore schema_version --ignore
 queries_without_gold`); say which in the change's notes. A file present on one side only is a
 failure. Exit 0 when everything agrees, 1 otherwise,
 with one line per difference. Needs pyarrow (`pip install pyarrow`).
@@ -38,9 +38,11 @@ def strip(doc, ignore=()):
     """The deterministic part of a summary or curve document."""
     if isinstance(doc, dict):
         doc = {k: v for k, v in doc.items() if k not in VOLATILE_TOP and k not in ignore}
+        ignored_inputs = tuple(f[len("inputs."):] for f in ignore if f.startswith("inputs."))
         inputs = doc.get("inputs")
         if isinstance(inputs, dict):
-            doc["inputs"] = {k: v for k, v in inputs.items() if k not in VOLATILE_INPUTS}
+            doc["inputs"] = {k: v for k, v in inputs.items()
+                             if k not in VOLATILE_INPUTS and k not in ignored_inputs}
     return doc
 
 

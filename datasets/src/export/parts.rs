@@ -27,6 +27,13 @@ impl Part {
         }
     }
 
+    /// The part's name in a cell's inputs (`export_parts`).
+    pub fn key(self) -> &'static str {
+        match self {
+            Part::SimGraph => "simgraph",
+        }
+    }
+
     fn bit(self) -> u8 {
         1 << self as u8
     }

@@ -63,6 +63,19 @@ pub fn load_keeping(dir: &Path, keep: Option<KeepVectors<'_>>) -> Result<Export>
     let dim = manifest.dim;
     let corpus = read_corpus(dir)?;
     let queries = read_queries(dir, &manifest, &corpus.ids, keep)?;
+    check_stats(
+        dir,
+        &manifest,
+        [
+            ("chunks", corpus.chunks.len()),
+            ("documents", corpus.docs.len()),
+            ("queries", queries.records.len()),
+            (
+                "gold_chunks",
+                queries.records.iter().map(|q| q.gold.len()).sum(),
+            ),
+        ],
+    )?;
     let bm25 = read_bm25(dir, corpus.chunks.len())?;
     let export = Export {
         dir: dir.to_path_buf(),
@@ -145,6 +158,35 @@ pub fn load_with_model(
     export.has_content_embeddings = part.has(PartSet::Content);
     export.model_part = Some(part.clone());
     Ok(export)
+}
+
+/// The manifest's counts against what the files hold (`have`: a count's name and its value
+/// there): a count is what prepare, status and run-matrix print about an export, so one that
+/// says otherwise than the files is refused, never printed.
+pub(super) fn check_stats<const N: usize>(
+    dir: &Path,
+    manifest: &Manifest,
+    have: [(&str, usize); N],
+) -> Result<()> {
+    let st = &manifest.stats;
+    for (name, value) in have {
+        let said = match name {
+            "chunks" => st.chunks,
+            "documents" => st.documents,
+            "queries" => st.queries,
+            "gold_chunks" => st.gold_chunks,
+            _ => unreachable!("a count the manifest has"),
+        };
+        if said != value {
+            return Err(Error::field(
+                dir.join("manifest.json"),
+                "stats",
+                name,
+                format!("says {said}, the export's files hold {value}"),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The manifest of the export in `dir`, with every file it lists checked against its hash

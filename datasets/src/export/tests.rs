@@ -1167,6 +1167,12 @@ fn a_part_added_later_is_the_part_a_complete_prepare_builds() {
     assert_eq!(grown.files, whole.files);
     assert_eq!(grown.content_hash(), whole.content_hash());
     assert_eq!(grown.stats, whole.stats);
+    // the core's identity is the same before and after the part was added; the part has its own
+    assert_eq!(core.core_hash(), grown.core_hash());
+    assert_ne!(core.core_hash(), grown.content_hash());
+    assert_eq!(core.part_hash(Part::SimGraph), None);
+    let part = grown.part_hash(Part::SimGraph).unwrap();
+    assert_eq!(whole.part_hash(Part::SimGraph), Some(part));
     assert_eq!(read_manifest(&dir).unwrap(), grown);
     let e = load(&dir).unwrap();
     assert_eq!(
@@ -1320,7 +1326,7 @@ fn mapped_vectors_are_the_column_written_once_and_checked_on_every_open() {
     r.passages[0].header = Some("World > Gamma".into());
     prepare_raw(&dir, r);
     let e = load(&dir).unwrap();
-    let path = mapped_path(&dir, &e.manifest.content_hash(), "embedding");
+    let path = mapped_path(&dir, &e.vectors_key(), "embedding");
     assert!(path.starts_with(tmp.path().join("shards").join("m")));
     assert!(!path.exists());
     // written on first use: the column's rows, and nothing else left in the directory
@@ -1391,12 +1397,12 @@ fn mapped_vectors_are_the_column_written_once_and_checked_on_every_open() {
     // a sidecar from another export is not trusted either
     let side = path.with_extension("json");
     let text = std::fs::read_to_string(&side).unwrap();
-    std::fs::write(&side, text.replace(&e.manifest.content_hash(), "0000")).unwrap();
+    std::fs::write(&side, text.replace(&e.vectors_key(), "0000")).unwrap();
     let again = e.mapped_vectors("embedding").unwrap();
     assert_eq!(again.rows().unwrap(), e.embeddings().unwrap());
     assert!(std::fs::read_to_string(&side)
         .unwrap()
-        .contains(&e.manifest.content_hash()));
+        .contains(&e.vectors_key()));
     // written again where a whole file already lies (a process that lost its sidecar, or
     // raced another to write): the file in place, which others may have mapped, is kept
     let held = e.mapped_vectors("embedding").unwrap();
@@ -1608,7 +1614,7 @@ fn another_models_part_holds_the_vectors_preparing_with_that_model_writes() {
     // everything else is the export's own, and the caches over the vectors are keyed apart
     assert_eq!(view.chunks, own.chunks);
     assert_eq!(view.manifest, own.manifest);
-    assert_eq!(own.vectors_key(), own.manifest.content_hash());
+    assert_eq!(own.vectors_key(), own.manifest.core_hash());
     assert_ne!(view.vectors_key(), own.vectors_key());
     assert_eq!(
         view.mapped_vectors("embedding").unwrap().rows().unwrap(),

@@ -319,7 +319,14 @@ pub fn cell_inputs(
         .filter(|_| !s.leg_models.missing.contains_key(leg_name))
         .map(|e| leg_model.unwrap_or(&e.manifest.model_id).to_string());
     let inputs = CellInputs {
-        export: export.map(|e| e.manifest.content_hash()),
+        export: export.map(|e| e.manifest.core_hash()),
+        export_parts: export
+            .map(|e| {
+                (spec.reads().iter())
+                    .filter_map(|p| Some((p.key().to_string(), e.manifest.part_hash(p)?)))
+                    .collect()
+            })
+            .unwrap_or_default(),
         model_note: model_id
             .as_deref()
             .and_then(hopbench_datasets::embed::model_note)

@@ -52,8 +52,14 @@ impl Status {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CellInputs {
-    /// Content hash of the export (None when the dataset could not be prepared).
+    /// Hash of the export's core files ([`hopbench_datasets::export::Manifest::core_hash`]:
+    /// what every leg reads; None when the dataset could not be prepared).
     pub export: Option<String>,
+    /// Hash of each optional export part the leg reads, by part
+    /// ([`hopbench_datasets::export::Part::key`]); absent for legs that read none, so their
+    /// identity does not depend on which parts the export gained for other legs.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub export_parts: std::collections::BTreeMap<String, String>,
     /// Embedding model identity of the export.
     pub model_id: Option<String>,
     /// What the model is when that matters to reading the numbers: `non-semantic: ...` for the

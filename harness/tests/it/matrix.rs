@@ -663,7 +663,25 @@ fn the_similarity_graph_is_built_only_when_a_selected_leg_walks_it_and_added_lat
         std::fs::read(export.join("corpus.parquet")).unwrap(),
         corpus
     );
-    assert_eq!(env.summary("results", "synthetic", "cdgr")["status"], "ok");
+    let cdgr = env.summary("results", "synthetic", "cdgr");
+    assert_eq!(cdgr["status"], "ok");
+    // a cell names the parts it reads: the graph is part of CDGR's identity, and not of the
+    // legs that never read it, whose cells the added graph leaves cached, keys and all
+    assert!(cdgr["inputs"]["export_parts"]["simgraph"].is_string(), "{cdgr}");
+    let keys = |legs: &[&str]| -> Vec<serde_json::Value> {
+        legs.iter()
+            .map(|l| {
+                let s = env.summary("results", "synthetic", l);
+                assert!(s["inputs"].get("export_parts").is_none(), "{l}: {s}");
+                serde_json::json!([s["key"], s["inputs"]["export"]])
+            })
+            .collect()
+    };
+    let before = keys(&["lexical", "cdr"]);
+    assert_eq!(cdgr["inputs"]["export"], before[0][1]);
+    let out = run("lexical,cdr");
+    assert!(out.contains("every cell cached"), "{out}");
+    assert_eq!(keys(&["lexical", "cdr"]), before);
     // a complete prepare (every leg of the campaign) is that export, byte for byte
     env.ok(&[
         "prepare",
@@ -682,4 +700,43 @@ fn the_similarity_graph_is_built_only_when_a_selected_leg_walks_it_and_added_lat
         serde_json::from_str(&std::fs::read_to_string(export.join("manifest.json")).unwrap())
             .unwrap();
     assert_eq!(whole["files"], grown["files"]);
+}
+
+#[test]
+fn an_edited_manifest_count_is_never_printed_and_the_export_is_rebuilt() {
+    let env = Env::new();
+    let run = || {
+        env.ok(&[
+            "run-matrix",
+            "--threads",
+            "1",
+            "--no-curves",
+            "--datasets",
+            "synthetic",
+            "--legs",
+            "lexical",
+        ])
+    };
+    let first = run();
+    let chunks = {
+        let m = env.results("results").join("exports/synthetic/manifest.json");
+        let mut v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&m).unwrap()).unwrap();
+        let n = v["stats"]["chunks"].as_u64().unwrap();
+        v["stats"]["chunks"] = 999.into();
+        std::fs::write(&m, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+        n
+    };
+    assert!(first.contains(&format!("synthetic: {chunks} chunks")), "{first}");
+    // every cell is cached, yet the count printed is the files', and the export is rebuilt
+    let out = run();
+    assert!(!out.contains("999 chunks"), "{out}");
+    assert!(out.contains(&format!("synthetic: {chunks} chunks")), "{out}");
+    assert!(
+        out.contains("field `chunks`") || out.contains("stats"),
+        "the refusal names the count: {out}"
+    );
+    assert!(out.contains("says 999, the export's files hold"), "{out}");
+    let again = run();
+    assert!(again.contains("every cell cached"), "{again}");
 }
