@@ -155,6 +155,18 @@ pub enum LegError {
     /// as `error` with the message, which names the file.
     #[error("{0}")]
     Export(std::sync::Arc<hopbench_datasets::Error>),
+    /// The rerank stage could not rescore a query's candidates (a reranker that failed, gave
+    /// another count of scores or a score that is not a number); the cell is recorded as
+    /// `error`, never as the unreranked order.
+    #[error("reranker `{reranker}` on query {query}: {message}")]
+    Rerank {
+        /// The reranker's name.
+        reranker: String,
+        /// The query's id.
+        query: String,
+        /// What went wrong.
+        message: String,
+    },
 }
 
 impl From<hopbench_datasets::Error> for LegError {
@@ -203,6 +215,18 @@ pub trait Leg: Send + Sync {
         _budget: Option<u64>,
     ) -> Result<Selection, LegError> {
         Ok(select_none(self.export(), retrieval))
+    }
+
+    /// The rerank stage between `retrieve` and `select` ([`crate::rerank`]): the retrieval
+    /// with its base's first candidates rescored. The default, for a leg without the stage,
+    /// is the retrieval unchanged.
+    fn rerank(&self, _query: &QueryInput<'_>, retrieval: Retrieval) -> Result<Retrieval, LegError> {
+        Ok(retrieval)
+    }
+
+    /// Whether the leg has a rerank stage (its cells then report `rerank_ms`).
+    fn has_rerank(&self) -> bool {
+        false
     }
 
     /// The token budget `select` spends when none is given (`None`: the leg does not select

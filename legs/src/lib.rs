@@ -40,6 +40,7 @@ pub mod fuse;
 pub mod gate;
 pub mod lanes;
 pub mod oracle;
+pub mod rerank;
 pub mod rescue;
 pub mod select;
 pub mod tokens;

@@ -62,6 +62,17 @@ pub enum ParamError {
         /// The kind.
         kind: &'static str,
     },
+    /// The `rerank` group could not be read, or is out of range.
+    #[error("`rerank`: {0}")]
+    Rerank(String),
+    /// `rerank` on a kind without a ranked base to rescore.
+    #[error("`rerank` rescores a leg's ranked base, and kind `{kind}` {why}")]
+    RerankWithoutBase {
+        /// The kind.
+        kind: &'static str,
+        /// Why it has none.
+        why: &'static str,
+    },
     /// A parameter of kind `kind` could not be read.
     #[error("kind `{kind}`: {error}")]
     InKind {

@@ -20,6 +20,7 @@ use crate::kinds::multi_horizon::MultiHorizon;
 use crate::kinds::{Build, Kind, LegConfig, LegKind, KINDS};
 use crate::leg::{Leg, LegError};
 use crate::params::{Flat, ParamError};
+use crate::rerank::RerankSpec;
 
 pub use crate::kinds::Role;
 
@@ -48,6 +49,9 @@ pub struct LegSpec {
     /// (the harness loads it and gives the leg the export with that model's vectors); `None`
     /// for the campaign's model.
     model: Option<String>,
+    /// `rerank:`, the stage between the leg's retrieval and its selection ([`crate::rerank`]);
+    /// the harness builds the reranker.
+    rerank: Option<RerankSpec>,
 }
 
 impl LegSpec {
@@ -56,6 +60,7 @@ impl LegSpec {
         LegSpec {
             config: Arc::new(config),
             model: None,
+            rerank: None,
         }
     }
 
@@ -70,6 +75,15 @@ impl LegSpec {
             None => None,
             Some(Value::String(m)) if !m.trim().is_empty() => Some(m),
             Some(other) => return Err(ParamError::ModelNotString { got: other }),
+        };
+        let rerank = match map.remove("rerank") {
+            None => None,
+            Some(v) => {
+                let spec: RerankSpec =
+                    serde_json::from_value(v).map_err(|e| ParamError::Rerank(e.to_string()))?;
+                spec.check().map_err(ParamError::Rerank)?;
+                Some(spec)
+            }
         };
         let Some(entry) = Kind::named(&kind) else {
             return Err(ParamError::UnknownKind {
@@ -86,7 +100,31 @@ impl LegSpec {
                 kind: config.kind(),
             });
         }
-        Ok(LegSpec { config, model })
+        if rerank.is_some() {
+            let why = if config.role() == Role::Oracle {
+                Some("is a bound that reads the gold, not a ranking to rescore")
+            } else if !config.ranked_base() {
+                Some("selects facts rather than ranking a base")
+            } else {
+                None
+            };
+            if let Some(why) = why {
+                return Err(ParamError::RerankWithoutBase {
+                    kind: config.kind(),
+                    why,
+                });
+            }
+        }
+        Ok(LegSpec {
+            config,
+            model,
+            rerank,
+        })
+    }
+
+    /// The leg's rerank stage (`rerank:`), `None` without one.
+    pub fn rerank(&self) -> Option<&RerankSpec> {
+        self.rerank.as_ref()
     }
 
     /// The model directory the leg's vectors are of (`model:`), `None` for the campaign's.
@@ -100,6 +138,7 @@ impl LegSpec {
         LegSpec {
             config: self.config.clone(),
             model,
+            rerank: self.rerank.clone(),
         }
     }
 
@@ -215,6 +254,7 @@ impl LegSpec {
             Some(config) => LegSpec {
                 config,
                 model: self.model.clone(),
+                rerank: self.rerank.clone(),
             },
             None => self.clone(),
         })
@@ -250,7 +290,10 @@ impl LegSpec {
 
 impl PartialEq for LegSpec {
     fn eq(&self, other: &Self) -> bool {
-        self.kind() == other.kind() && self.model == other.model && self.params() == other.params()
+        self.kind() == other.kind()
+            && self.model == other.model
+            && self.rerank == other.rerank
+            && self.params() == other.params()
     }
 }
 
@@ -259,6 +302,7 @@ impl fmt::Debug for LegSpec {
         f.debug_struct("LegSpec")
             .field("kind", &self.kind())
             .field("model", &self.model)
+            .field("rerank", &self.rerank)
             .field("params", &self.params())
             .finish()
     }
@@ -270,11 +314,14 @@ impl fmt::Debug for LegSpec {
 impl Serialize for LegSpec {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let params = self.params();
-        let mut map =
-            s.serialize_map(Some(params.len() + 1 + usize::from(self.model.is_some())))?;
+        let extra = usize::from(self.model.is_some()) + usize::from(self.rerank.is_some());
+        let mut map = s.serialize_map(Some(params.len() + 1 + extra))?;
         map.serialize_entry("kind", self.kind())?;
         if let Some(m) = &self.model {
             map.serialize_entry("model", m)?;
+        }
+        if let Some(r) = &self.rerank {
+            map.serialize_entry("rerank", r)?;
         }
         for (k, v) in &params {
             map.serialize_entry(k, v)?;
@@ -345,9 +392,15 @@ mod tests {
         assert_eq!(parse(&serde_json::to_string(&s).unwrap()).unwrap(), s);
         assert_ne!(s, parse(r#"{"kind":"bm25"}"#).unwrap());
         assert_eq!(s.with_model(None), parse(r#"{"kind":"bm25"}"#).unwrap());
-        for bad in [r#"{"kind":"bm25","model":""}"#, r#"{"kind":"bm25","model":3}"#] {
+        for bad in [
+            r#"{"kind":"bm25","model":""}"#,
+            r#"{"kind":"bm25","model":3}"#,
+        ] {
             let e = parse(bad).unwrap_err().to_string();
-            assert!(e.contains("`model` must be a model directory"), "{bad}: {e}");
+            assert!(
+                e.contains("`model` must be a model directory"),
+                "{bad}: {e}"
+            );
         }
         for kind in ["lexical", "lexical_content_only"] {
             let e = parse(&format!(r#"{{"kind":"{kind}","model":"m"}}"#))

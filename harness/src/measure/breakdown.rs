@@ -246,6 +246,7 @@ mod tests {
             ranked: vec![],
             retrieve_ms: 0.0,
             select_ms: 0.0,
+            rerank_ms: None,
             labels: labels
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))

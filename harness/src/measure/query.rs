@@ -27,6 +27,8 @@ pub struct QueryResult {
     pub retrieve_ms: f64,
     /// Wall time of `select` (ms).
     pub select_ms: f64,
+    /// Wall time of the rerank stage (ms), `None` for a leg without one.
+    pub rerank_ms: Option<f64>,
     /// The query's dataset labels (breakdowns group on them).
     pub labels: BTreeMap<String, String>,
     /// The leg's per-query text facts ([`hopbench_legs::Retrieval::annotations`]).

@@ -295,9 +295,10 @@ pub fn run(
             .map(|&q| {
                 let input = QueryInput::from_export(export, q);
                 let t0 = Instant::now();
-                let retrieval = leg
-                    .retrieve(&input)
-                    .map_err(|e| evaluate::QueryFailure::of(&export.queries[q].id, &e))?;
+                // one retrieval and one rerank per query, then a selection per budget
+                let fail = |e| evaluate::QueryFailure::of(&export.queries[q].id, &e);
+                let retrieval = leg.retrieve(&input).map_err(fail)?;
+                let retrieval = leg.rerank(&input, retrieval).map_err(fail)?;
                 let retrieve_ms = t0.elapsed().as_secs_f64() * 1e3;
                 budgets
                     .iter()

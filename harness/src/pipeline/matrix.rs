@@ -705,6 +705,8 @@ fn query_result(
     let t0 = Instant::now();
     let retrieval = leg.retrieve(&input).map_err(fail)?;
     let t1 = Instant::now();
+    let retrieval = leg.rerank(&input, retrieval).map_err(fail)?;
+    let t_rerank = Instant::now();
     let selection = leg.select(&input, &retrieval, None).map_err(fail)?;
     let t2 = Instant::now();
     let mut diagnostics = retrieval.diagnostics.clone();
@@ -723,7 +725,10 @@ fn query_result(
         rescued_gold,
         ranked: selection.chunks,
         retrieve_ms: (t1 - t0).as_secs_f64() * 1e3,
-        select_ms: (t2 - t1).as_secs_f64() * 1e3,
+        select_ms: (t2 - t_rerank).as_secs_f64() * 1e3,
+        rerank_ms: leg
+            .has_rerank()
+            .then(|| (t_rerank - t1).as_secs_f64() * 1e3),
         labels: rec.labels.clone(),
         annotations: retrieval
             .annotations
@@ -744,7 +749,11 @@ fn timing_of(s: &MatrixSettings, wall_ms: f64, results: &[QueryResult]) -> Timin
         latency_ms: Latency {
             retrieve: lat(&|r| r.retrieve_ms),
             select: lat(&|r| r.select_ms),
-            total: lat(&|r| r.retrieve_ms + r.select_ms),
+            rerank: results
+                .iter()
+                .any(|r| r.rerank_ms.is_some())
+                .then(|| lat(&|r| r.rerank_ms.unwrap_or(0.0))),
+            total: lat(&|r| r.retrieve_ms + r.rerank_ms.unwrap_or(0.0) + r.select_ms),
         },
         files: None,
         seal: None,

@@ -165,7 +165,10 @@ pub struct Latency {
     pub retrieve: Dist,
     /// `select`.
     pub select: Dist,
-    /// `retrieve + select`.
+    /// The rerank stage, for a leg with one (absent otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rerank: Option<Dist>,
+    /// `retrieve + rerank + select`.
     pub total: Dist,
 }
 
@@ -628,6 +631,18 @@ pub fn write_records(
         "select_ms".into(),
         pq::f64s(&results.iter().map(|r| r.select_ms).collect::<Vec<_>>()),
     ));
+    // a leg with a rerank stage times it apart; other legs' records keep their columns
+    if results.iter().any(|r| r.rerank_ms.is_some()) {
+        cols.push((
+            "rerank_ms".into(),
+            pq::f64s(
+                &results
+                    .iter()
+                    .map(|r| r.rerank_ms.unwrap_or(0.0))
+                    .collect::<Vec<_>>(),
+            ),
+        ));
+    }
     fsx::write_parquet_atomic(path, cols)
 }
 

@@ -18,6 +18,7 @@ flat_params! {
 impl LegKind for Cdgr {
     const NAME: &'static str = "cdgr";
     const ABOUT: &'static str = "CDGR: CDR anchors, a similarity-graph walk, connectors by bridge value";
+    const RANKED_BASE: bool = false;
 
     fn has_budget(&self) -> bool {
         true

@@ -18,6 +18,7 @@ flat_params! {
 impl LegKind for CdgrTask {
     const NAME: &'static str = "cdgr_task";
     const ABOUT: &'static str = "CDGR over the published decomposition as a document task";
+    const RANKED_BASE: bool = false;
 
     fn has_budget(&self) -> bool {
         true

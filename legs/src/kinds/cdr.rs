@@ -17,6 +17,7 @@ flat_params! {
 impl LegKind for Cdr {
     const NAME: &'static str = "cdr";
     const ABOUT: &'static str = "coverage-differential retrieval: relevance x novelty above a relevance floor";
+    const RANKED_BASE: bool = false;
 
     fn has_budget(&self) -> bool {
         true

@@ -17,6 +17,7 @@ flat_params! {
 impl LegKind for CdrTask {
     const NAME: &'static str = "cdr_task";
     const ABOUT: &'static str = "CDR over the published decomposition as a document task";
+    const RANKED_BASE: bool = false;
 
     fn has_budget(&self) -> bool {
         true

@@ -61,6 +61,9 @@ pub trait LegKind: Params + Debug + Clone + PartialEq + Send + Sync + 'static {
     /// Whether its legs read vectors at all (a dense side, a relevance by cosine): a leg can
     /// name the model they are of (`model:`) only then.
     const READS_VECTORS: bool = true;
+    /// Whether its legs rank a base a rerank stage can rescore (`rerank:`): false for the
+    /// kinds that select facts rather than rank (CDR, CDGR and the assemblers over them).
+    const RANKED_BASE: bool = true;
 
     /// Checks across groups (each group's own ranges are checked by [`Params::check`] first).
     fn check_kind(&self, _c: &Check<'_>) -> Result<(), LegError> {
@@ -134,6 +137,8 @@ pub trait LegConfig: Debug + Send + Sync {
     fn dense_vectors(&self) -> Vectors;
     /// See [`LegKind::READS_VECTORS`].
     fn reads_vectors(&self) -> bool;
+    /// See [`LegKind::RANKED_BASE`].
+    fn ranked_base(&self) -> bool;
     /// The concrete kind struct, for callers that need one kind's parameters.
     fn as_any(&self) -> &dyn Any;
 }
@@ -176,6 +181,9 @@ impl<K: LegKind> LegConfig for K {
     }
     fn reads_vectors(&self) -> bool {
         K::READS_VECTORS
+    }
+    fn ranked_base(&self) -> bool {
+        K::RANKED_BASE
     }
     fn as_any(&self) -> &dyn Any {
         self
