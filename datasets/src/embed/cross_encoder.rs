@@ -52,6 +52,9 @@ use super::{kernels, load_encoder, load_tokenizer, model_name, pack_batches, req
 use super::{ARITHMETIC_VERSION, TOKENIZE_CHUNK};
 use crate::{Error, Result};
 
+#[cfg(test)]
+mod goldens;
+
 /// Bytes of passage per token of the model's window below which a passage is tokenised whole.
 const PREFIX_BYTES_PER_TOKEN: usize = 32;
 
