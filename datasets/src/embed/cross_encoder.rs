@@ -26,7 +26,9 @@
 //! XLM-RoBERTa `<s> query </s></s> passage </s>` with one token type. A pair longer than the
 //! model's limit is cut by the `tokenizers` crate's `longest_first`, the code the Python fast
 //! tokenizer runs: the shorter side keeps its tokens while it has at most half the room, else
-//! each side gets half (the longer one the odd token). The texts are **not** stripped:
+//! each side gets half and the odd token goes to the longer side (to the passage when they are
+//! as long), which is not what removing one token at a time from the longer side gives (that
+//! leaves the odd token to the query). The texts are **not** stripped:
 //! `CrossEncoder.predict` passes them to the tokenizer as given (only its training collator
 //! strips); for these tokenizers whitespace around words changes no token anyway. A default
 //! prompt goes before the query alone.
@@ -112,6 +114,8 @@ impl std::fmt::Debug for CrossEncoder {
 
 /// What the directory's sentence-transformers files say, before any weight is read.
 struct Layout {
+    /// The model directory.
+    dir: PathBuf,
     /// The Transformer's folder: `config.json`, `model.safetensors`, `tokenizer.json`.
     transformer: PathBuf,
     /// `modules.json` and the types of the modules after the Transformer (`None`: no file).
@@ -481,6 +485,7 @@ impl Layout {
         let modules_path = dir.join("modules.json");
         if !modules_path.exists() {
             return Ok(Layout {
+                dir: dir.to_path_buf(),
                 transformer: dir.to_path_buf(),
                 modules: None,
                 st_config: None,
@@ -537,6 +542,7 @@ impl Layout {
         let sbert = transformer.join("sentence_bert_config.json");
         let (max_seq_length, do_lower_case) = read_sbert(&sbert)?;
         Ok(Layout {
+            dir: dir.to_path_buf(),
             transformer,
             modules: Some((modules_path, rest)),
             st_config,
@@ -561,7 +567,7 @@ impl Layout {
         }
         let (path, found) = match &self.st_config {
             None => (
-                self.transformer.join("config_sentence_transformers.json"),
+                self.dir.join("config_sentence_transformers.json"),
                 "no such file".to_string(),
             ),
             Some((path, m)) => match m.get("model_type") {

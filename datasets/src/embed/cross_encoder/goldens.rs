@@ -556,4 +556,15 @@ fn installed_minilm_trunk_with_a_seeded_head_equals_sentence_transformers() {
     let d = check_case(&e, &golden);
     eprintln!("all-MiniLM-L6-v2 trunk, seeded head: max difference {d:e}");
     assert!(d <= TOLERANCE, "{d}");
+    // at this model's shapes too, a pair's score is the same bits alone and in a batch
+    let pairs = pairs(&golden);
+    let refs = as_refs(&pairs);
+    let batch = e.score_pairs(&refs).unwrap();
+    for (k, &(q, p)) in refs.iter().enumerate() {
+        assert_eq!(
+            e.score(q, &[p]).unwrap()[0].to_bits(),
+            batch[k].to_bits(),
+            "pair {k}"
+        );
+    }
 }
