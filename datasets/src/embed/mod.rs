@@ -39,6 +39,7 @@
 
 mod bert;
 mod cache;
+mod cross_encoder;
 mod encoder;
 pub mod hashing;
 mod kernels;
@@ -69,6 +70,7 @@ use model_dir::ModelDir;
 
 pub use crate::model::Role;
 pub use cache::{embed_cached, EmbeddingCache};
+pub use cross_encoder::CrossEncoder;
 pub use hashing::{HashingEmbedder, HASHING_DIM, HASHING_MODEL, HASHING_MODEL_ID};
 pub use tiny::write_tiny_model;
 
