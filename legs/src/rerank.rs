@@ -163,7 +163,7 @@ pub struct Reranked {
 
 impl Reranked {
     /// `inner` with its base's first `k` candidates rescored by `reranker`.
-    pub fn new(inner: Box<dyn Leg>, reranker: Arc<dyn Reranker>, k: usize) -> Box<dyn Leg> {
+    pub fn leg(inner: Box<dyn Leg>, reranker: Arc<dyn Reranker>, k: usize) -> Box<dyn Leg> {
         Box::new(Reranked { inner, reranker, k })
     }
 }

@@ -38,6 +38,23 @@ pub fn build(
              legs over the campaign's model only"
         );
     }
+    let built = build_unreranked(spec, name, export, data, model)?;
+    Ok(match (built, spec.rerank()) {
+        (Ok(leg), Some(rerank)) => Ok(crate::pipeline::reranker::wrap(
+            leg, rerank, name, export, data,
+        )?),
+        (built, _) => built,
+    })
+}
+
+/// [`build`] without the rerank stage.
+fn build_unreranked(
+    spec: &LegSpec,
+    name: &str,
+    export: &Arc<Export>,
+    data: &DataSettings,
+    model: Option<&LegModel>,
+) -> Result<Result<Box<dyn Leg>, LegError>> {
     let texts = spec.texts_to_embed(export);
     if texts.is_empty() {
         return Ok(spec.build(name, export.clone()));

@@ -58,7 +58,9 @@ pub fn resolve(campaign: &Campaign, legs: &[String]) -> Result<LegModels> {
         };
         let dir = PathBuf::from(model);
         if !embed::is_hashing_model(&dir) && !dir.exists() {
-            let name = dir.file_name().map_or_else(Default::default, |n| n.to_string_lossy());
+            let name = dir
+                .file_name()
+                .map_or_else(Default::default, |n| n.to_string_lossy());
             out.missing.insert(
                 leg.clone(),
                 format!(
@@ -68,13 +70,28 @@ pub fn resolve(campaign: &Campaign, legs: &[String]) -> Result<LegModels> {
             );
             continue;
         }
-        let (id, dim) = identity(&dir).with_context(|| {
+        let (id, dim) = identity_of(&dir).with_context(|| {
             format!(
                 "leg `{leg}`: field `model`: `{model}` is not a model directory hopbench can run \
                  (run scripts/setup --model NAME to install one)"
             )
         })?;
         out.ready.insert(leg.clone(), LegModel { dir, id, dim });
+    }
+    for leg in legs {
+        let Some(spec) = campaign.legs.get(leg).and_then(|s| s.rerank()) else {
+            continue;
+        };
+        match crate::pipeline::reranker::identity(leg, spec).with_context(|| {
+            format!("leg `{leg}`: field `rerank.model`: not a model hopbench can rerank with")
+        })? {
+            Ok(id) => {
+                out.rerankers.insert(leg.clone(), id);
+            }
+            Err(reason) => {
+                out.missing.entry(leg.clone()).or_insert(reason);
+            }
+        }
     }
     Ok(out)
 }
@@ -84,8 +101,11 @@ pub fn resolve(campaign: &Campaign, legs: &[String]) -> Result<LegModels> {
 pub struct LegModels {
     /// The model of each leg that names an installed one.
     pub ready: BTreeMap<String, LegModel>,
-    /// Why each leg whose model is not installed cannot run (its cells are `missing-inputs`).
+    /// Why each leg whose model (or reranker's model) is not installed cannot run (its cells
+    /// are `missing-inputs`).
     pub missing: BTreeMap<String, String>,
+    /// The identity of each rerank stage's model, by leg ([`crate::pipeline::reranker::identity`]).
+    pub rerankers: BTreeMap<String, Option<String>>,
 }
 
 impl LegModels {
@@ -97,7 +117,7 @@ impl LegModels {
 }
 
 /// The id and dimension of the model at `dir` with its own prompts.
-fn identity(dir: &Path) -> Result<(String, usize)> {
+pub fn identity_of(dir: &Path) -> Result<(String, usize)> {
     if embed::is_hashing_model(dir) {
         return Ok((embed::HASHING_MODEL_ID.to_string(), embed::HASHING_DIM));
     }

@@ -333,6 +333,7 @@ pub fn cell_inputs(
             .map(str::to_string),
         model_id,
         gain: export.and_then(ExportIdentity::gain),
+        reranker: s.leg_models.rerankers.get(leg_name).cloned().flatten(),
         engine_files: engines.files,
         engine_shards: engines.indexes,
         leg_config,

@@ -12,6 +12,7 @@ pub mod leg_model;
 pub mod matrix;
 pub mod progress;
 pub mod protocol;
+pub mod reranker;
 pub mod settings;
 pub mod shard;
 pub mod yaml;

@@ -72,6 +72,11 @@ pub struct CellInputs {
     /// cells' keys and summaries are what they were.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gain: Option<Gain>,
+    /// The identity of the leg's rerank stage's model (a CrossEncoder's id, or the model id of
+    /// a bi-encoder's vectors); absent for legs without one, or reranking with their own
+    /// vectors.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reranker: Option<String>,
     /// The leg's resolved configuration (kind and every parameter, defaults filled in).
     pub leg_config: serde_json::Value,
     /// blake3 of the files the leg's engines read besides the export, by the argument naming

@@ -19,6 +19,7 @@ mod matrix;
 mod qdrant;
 mod reliability;
 mod report_html;
+mod rerank;
 mod run_leg;
 mod seams;
 mod settings;

@@ -667,7 +667,10 @@ fn the_similarity_graph_is_built_only_when_a_selected_leg_walks_it_and_added_lat
     assert_eq!(cdgr["status"], "ok");
     // a cell names the parts it reads: the graph is part of CDGR's identity, and not of the
     // legs that never read it, whose cells the added graph leaves cached, keys and all
-    assert!(cdgr["inputs"]["export_parts"]["simgraph"].is_string(), "{cdgr}");
+    assert!(
+        cdgr["inputs"]["export_parts"]["simgraph"].is_string(),
+        "{cdgr}"
+    );
     let keys = |legs: &[&str]| -> Vec<serde_json::Value> {
         legs.iter()
             .map(|l| {
@@ -719,7 +722,9 @@ fn an_edited_manifest_count_is_never_printed_and_the_export_is_rebuilt() {
     };
     let first = run();
     let chunks = {
-        let m = env.results("results").join("exports/synthetic/manifest.json");
+        let m = env
+            .results("results")
+            .join("exports/synthetic/manifest.json");
         let mut v: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(&m).unwrap()).unwrap();
         let n = v["stats"]["chunks"].as_u64().unwrap();
@@ -727,11 +732,17 @@ fn an_edited_manifest_count_is_never_printed_and_the_export_is_rebuilt() {
         std::fs::write(&m, serde_json::to_string_pretty(&v).unwrap()).unwrap();
         n
     };
-    assert!(first.contains(&format!("synthetic: {chunks} chunks")), "{first}");
+    assert!(
+        first.contains(&format!("synthetic: {chunks} chunks")),
+        "{first}"
+    );
     // every cell is cached, yet the count printed is the files', and the export is rebuilt
     let out = run();
     assert!(!out.contains("999 chunks"), "{out}");
-    assert!(out.contains(&format!("synthetic: {chunks} chunks")), "{out}");
+    assert!(
+        out.contains(&format!("synthetic: {chunks} chunks")),
+        "{out}"
+    );
     assert!(
         out.contains("field `chunks`") || out.contains("stats"),
         "the refusal names the count: {out}"
