@@ -716,36 +716,35 @@ fn embed_fn<'a>(
     })
 }
 
-/// Runs `f` with the embedder of `model` (`settings` is the campaign's with the model's
-/// directory and prompts: [`LegModel::data_settings`]): the hashing embedder for
-/// `hashing-384`, else the model through its embedding cache, loaded at the first text the
-/// cache lacks. `name` names the dataset in the progress bars.
-///
-/// [`LegModel::data_settings`]: crate::pipeline::leg_model::LegModel::data_settings
+/// Runs `f` with the embedder of the model `settings` names (the campaign's settings with a
+/// leg's model directory and prompts), whose id and dimension are `(model_id, dim)`: the
+/// hashing embedder for `hashing-384`, else the model through its embedding cache, loaded at
+/// the first text the cache lacks. `name` names the dataset in the progress bars.
 pub fn with_model_embed_fn<T>(
     settings: &DataSettings,
     name: &str,
     progress: bool,
-    model: &crate::pipeline::leg_model::LegModel,
+    (model_id, dim): (&str, usize),
     f: impl FnOnce(&mut EmbedFn<'_>) -> hopbench_datasets::Result<T>,
 ) -> hopbench_datasets::Result<T> {
-    if embed::is_hashing_model(&model.dir) {
+    let dir = &settings.model_dir;
+    if embed::is_hashing_model(dir) {
         let hashing = HashingEmbedder::new();
         return f(&mut EmbedFn {
-            model_id: model.id.clone(),
-            dim: model.dim,
+            model_id: model_id.to_string(),
+            dim,
             embed: Box::new(move |texts: &[&str], _: Role, _: &str| Ok(hashing.embed_texts(texts))),
         });
     }
     let embedder = LazyEmbedder::new(settings);
     let mut embed_fn = EmbedFn {
-        model_id: model.id.clone(),
-        dim: model.dim,
+        model_id: model_id.to_string(),
+        dim,
         embed: Box::new(|texts: &[&str], role: Role, label: &str| {
             embedder.with(|e, c| {
                 let bar = crate::pipeline::progress::Progress::new(
                     progress,
-                    &format!("embed {name} {label} ({})", model.dir.display()),
+                    &format!("embed {name} {label} ({})", dir.display()),
                     "texts",
                     texts.len() as u64,
                 );

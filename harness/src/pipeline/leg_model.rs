@@ -17,8 +17,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use hopbench_datasets::embed::{self, PromptOverrides};
+use hopbench_datasets::embed::{self, CrossEncoder, PromptOverrides};
 use hopbench_datasets::export::{self, Export, KeepVectors, PartBuild};
+use hopbench_legs::rerank::{RerankSpec, RerankerKind};
 
 use crate::pipeline::campaign::Campaign;
 use crate::pipeline::data::{self, DataSettings};
@@ -82,7 +83,7 @@ pub fn resolve(campaign: &Campaign, legs: &[String]) -> Result<LegModels> {
         let Some(spec) = campaign.legs.get(leg).and_then(|s| s.rerank()) else {
             continue;
         };
-        match crate::pipeline::reranker::identity(leg, spec).with_context(|| {
+        match reranker_identity(leg, spec).with_context(|| {
             format!("leg `{leg}`: field `rerank.model`: not a model hopbench can rerank with")
         })? {
             Ok(id) => {
@@ -104,7 +105,7 @@ pub struct LegModels {
     /// Why each leg whose model (or reranker's model) is not installed cannot run (its cells
     /// are `missing-inputs`).
     pub missing: BTreeMap<String, String>,
-    /// The identity of each rerank stage's model, by leg ([`crate::pipeline::reranker::identity`]).
+    /// The identity of each rerank stage's model, by leg ([`reranker_identity`]).
     pub rerankers: BTreeMap<String, Option<String>>,
 }
 
@@ -152,7 +153,8 @@ pub fn export_for(
             )
         })
         .transpose()?;
-    let (part, how) = data::with_model_embed_fn(&settings, name, progress, model, |embed_fn| {
+    let model_of = (model.id.as_str(), model.dim);
+    let (part, how) = data::with_model_embed_fn(&settings, name, progress, model_of, |embed_fn| {
         export::model_part(export, embed_fn)
     })
     .with_context(|| {
@@ -201,4 +203,32 @@ pub fn for_leg(
         None => Ok((export.clone(), None)),
         Some(m) => Ok((export_for(export, m, data, false, None)?, Some(m.clone()))),
     }
+}
+
+/// What a rerank group's reranker is, for a cell key: its model's id (`None` for a bi-encoder
+/// over the leg's own vectors, whose id the cell has already). `Ok(Err(reason))`: the model
+/// directory is not installed (the leg's cells are `missing-inputs` with that reason).
+pub fn reranker_identity(
+    leg: &str,
+    spec: &RerankSpec,
+) -> Result<std::result::Result<Option<String>, String>> {
+    let Some(model) = spec.model.as_deref() else {
+        return Ok(Ok(None));
+    };
+    let dir = Path::new(model);
+    if spec.reranker == RerankerKind::BiEncoder && hopbench_datasets::embed::is_hashing_model(dir) {
+        return Ok(Ok(Some(hopbench_datasets::embed::HASHING_MODEL_ID.into())));
+    }
+    if !dir.exists() {
+        return Ok(Err(format!(
+            "leg `{leg}` reranks with {model}, which is not installed"
+        )));
+    }
+    let id = match spec.reranker {
+        RerankerKind::BiEncoder => identity_of(dir)?.0,
+        RerankerKind::CrossEncoder => CrossEncoder::load(dir, spec.label.as_deref())?
+            .model_id()
+            .to_string(),
+    };
+    Ok(Ok(Some(id)))
 }

@@ -552,17 +552,9 @@ fn run_cell(
         protocol: crate::pipeline::protocol::label(campaign.protocol(dataset), export.as_deref()),
         paths: CellPaths::new(&s.results, dataset, leg_name),
     };
-    if let Some(reason) = s.leg_models.missing.get(leg_name) {
-        return head.without_numbers(
-            Status::MissingInputs,
-            reason.clone(),
-            (key, inputs),
-            None,
-            CellOutcome::Missing,
-        );
-    }
-    let export = match state {
-        DatasetState::Missing(reason) => {
+    // the dataset's inputs, or the models the leg names, are not there
+    let export = match (state, s.leg_models.missing.get(leg_name)) {
+        (DatasetState::Missing(reason), _) | (DatasetState::Ready(_), Some(reason)) => {
             return head.without_numbers(
                 Status::MissingInputs,
                 reason.clone(),
@@ -571,7 +563,7 @@ fn run_cell(
                 CellOutcome::Missing,
             )
         }
-        DatasetState::Ready(e) => e.clone(),
+        (DatasetState::Ready(e), None) => e.clone(),
     };
     let no_gold = queries_without_gold(&export);
     if idx.is_empty() {

@@ -2,7 +2,8 @@
 //! bi-encoder (it reads an export's vectors); the cross-encoder runs the model code of the
 //! datasets crate, which only the harness links.
 //!
-//! A reranker's identity is part of its cells' keys ([`identity`]): the model id of the
+//! A reranker's identity is part of its cells' keys
+//! ([`reranker_identity`](crate::pipeline::leg_model::reranker_identity)): the model id of the
 //! bi-encoder's vectors, or the CrossEncoder's (its weights' hash and every setting that
 //! changes a score), so a changed checkpoint recomputes the cells it reranked.
 
@@ -17,34 +18,6 @@ use hopbench_legs::{Leg, LegError, QueryInput};
 
 use crate::pipeline::data::DataSettings;
 use crate::pipeline::leg_model::{self, LegModel};
-
-/// What a rerank group's reranker is, for a cell key: its model's id (`None` for a bi-encoder
-/// over the leg's own vectors, whose id the cell has already). `Ok(Err(reason))`: the model
-/// directory is not installed (the leg's cells are `missing-inputs` with that reason).
-pub fn identity(
-    leg: &str,
-    spec: &RerankSpec,
-) -> Result<std::result::Result<Option<String>, String>> {
-    let Some(model) = spec.model.as_deref() else {
-        return Ok(Ok(None));
-    };
-    let dir = Path::new(model);
-    if spec.reranker == RerankerKind::BiEncoder && hopbench_datasets::embed::is_hashing_model(dir) {
-        return Ok(Ok(Some(hopbench_datasets::embed::HASHING_MODEL_ID.into())));
-    }
-    if !dir.exists() {
-        return Ok(Err(format!(
-            "leg `{leg}` reranks with {model}, which is not installed"
-        )));
-    }
-    let id = match spec.reranker {
-        RerankerKind::BiEncoder => leg_model::identity_of(dir)?.0,
-        RerankerKind::CrossEncoder => CrossEncoder::load(dir, spec.label.as_deref())?
-            .model_id()
-            .to_string(),
-    };
-    Ok(Ok(Some(id)))
-}
 
 /// `leg` with the rerank stage `spec` over `export` (the export the leg reads): the reranker
 /// built (a CrossEncoder loaded, a bi-encoder's vectors added to the export if they are
