@@ -43,14 +43,13 @@ use std::path::{Path, PathBuf};
 
 use candle_core::safetensors::SliceSafetensors;
 use candle_core::{DType, Device};
-use rayon::prelude::*;
 use serde_json::{Map, Value};
 use tokenizers::processors::template::TemplateProcessing;
 use tokenizers::{EncodeInput, Tokenizer};
 
 use super::encoder::{Architecture, Encoder, EncoderConfig};
 use super::model_dir::{Activation, ModelDir, PoolMode, Pooling, Prompts};
-use super::{kernels, load_encoder, load_tokenizer, model_name, pack_batches, required};
+use super::{kernels, load_encoder, load_tokenizer, model_name, required, run_packed};
 use super::{ARITHMETIC_VERSION, TOKENIZE_CHUNK};
 use crate::{Error, Result};
 
@@ -304,43 +303,18 @@ impl CrossEncoder {
                 types.push(t);
             }
         }
-        let mut order: Vec<usize> = (0..pairs.len()).collect();
-        order.sort_by_key(|&i| (ids[i].len(), i));
-        let batches = pack_batches(&order, |i| ids[i].len());
         let h = self.encoder.config().hidden_size;
-        let mut out = vec![0f32; pairs.len()];
-        let in_flight = rayon::current_num_threads().max(1);
-        for group in batches.chunks(in_flight) {
-            let results: Vec<Result<Vec<f32>>> = group
-                .par_iter()
-                .map(|batch| {
-                    let batch_ids: Vec<&[u32]> = batch.iter().map(|&i| ids[i].as_slice()).collect();
-                    let batch_types: Vec<&[u32]> =
-                        batch.iter().map(|&i| types[i].as_slice()).collect();
-                    let hidden = self.encoder.hidden(&batch_ids, &batch_types).map_err(|e| {
-                        Error::Model {
-                            path: self.dir.clone(),
-                            message: format!("forward pass: {e}"),
-                        }
-                    })?;
-                    Ok(hidden
-                        .spans
-                        .iter()
-                        .map(|&(start, _)| {
-                            let first = &hidden.rows[start * h..(start + 1) * h];
-                            let logit = self.head.logit(first, self.label);
-                            self.activation.apply(f64::from(logit)) as f32
-                        })
-                        .collect())
-                })
-                .collect();
-            for (batch, scores) in group.iter().zip(results) {
-                for (&i, s) in batch.iter().zip(scores?) {
-                    out[i] = s;
-                }
-            }
-        }
-        Ok(out)
+        // the head reads the first token's row of each pair
+        run_packed(
+            &self.encoder,
+            &self.dir,
+            (&ids, &types),
+            |rows| {
+                let logit = self.head.logit(&rows[..h], self.label);
+                self.activation.apply(f64::from(logit)) as f32
+            },
+            &mut |_| {},
+        )
     }
 
     /// Token ids and type ids of each pair (the prompt before the query; truncated, with
@@ -445,9 +419,6 @@ fn supported_architecture(cfg: &EncoderConfig, config: &Path) -> Result<Architec
     };
     match cfg.architecture(config)? {
         Architecture::MpNet => Err(refuse("MPNet")),
-        Architecture::XlmRoberta if cfg.model_type.as_deref() == Some("roberta") => {
-            Err(refuse("RoBERTa"))
-        }
         Architecture::Bert if cfg.type_vocab_size < 2 => Err(Error::field(
             config,
             "model",

@@ -120,13 +120,22 @@ impl EncoderConfig {
     pub(crate) fn architecture(&self, path: &Path) -> Result<Architecture> {
         match self.model_type.as_deref() {
             None | Some("bert") => Ok(Architecture::Bert),
-            Some("xlm-roberta") | Some("roberta") => Ok(Architecture::XlmRoberta),
+            Some("xlm-roberta") => Ok(Architecture::XlmRoberta),
             Some("mpnet") => Ok(Architecture::MpNet),
+            // RoBERTa shares XLM-R's encoder but tokenises by byte-level BPE, which the
+            // XLM-R tokenizer set-up would silently get wrong: refused until it is read exactly
+            Some("roberta") => Err(Error::field(
+                path,
+                "model",
+                "model_type",
+                "`roberta` (byte-level BPE) is not an architecture hopbench runs exactly yet \
+                 (bert, xlm-roberta, mpnet)",
+            )),
             Some(t) => Err(Error::field(
                 path,
                 "model",
                 "model_type",
-                format!("`{t}` is not an architecture hopbench runs (bert, xlm-roberta, roberta, mpnet)"),
+                format!("`{t}` is not an architecture hopbench runs (bert, xlm-roberta, mpnet)"),
             )),
         }
     }

@@ -359,45 +359,14 @@ impl Embedder {
                 types.push(t);
             }
         }
-        let mut order: Vec<usize> = (0..texts.len()).collect();
-        order.sort_by_key(|&i| (ids[i].len(), i));
-        let mut out: Vec<Vec<f32>> = vec![Vec::new(); texts.len()];
-        let batches = pack_batches(&order, |i| ids[i].len());
         let h = self.encoder.config().hidden_size;
-        // One batch per worker thread at a time: the GEMM kernel alone scales poorly to two
-        // threads at these sizes, batch-level parallelism keeps both busy. Results do not depend
-        // on which thread runs what.
-        let in_flight = rayon::current_num_threads().max(1);
-        for group in batches.chunks(in_flight) {
-            let results: Vec<Result<Vec<Vec<f32>>>> = group
-                .par_iter()
-                .map(|batch| {
-                    let batch_ids: Vec<&[u32]> = batch.iter().map(|&i| ids[i].as_slice()).collect();
-                    let batch_types: Vec<&[u32]> =
-                        batch.iter().map(|&i| types[i].as_slice()).collect();
-                    let hidden = self.encoder.hidden(&batch_ids, &batch_types).map_err(|e| {
-                        Error::Model {
-                            path: self.dir.clone(),
-                            message: format!("forward pass: {e}"),
-                        }
-                    })?;
-                    Ok(hidden
-                        .spans
-                        .iter()
-                        .map(|&(start, len)| {
-                            let rows = &hidden.rows[start * h..(start + len) * h];
-                            pooling::sentence_vector(&self.pipeline, rows, h, skip)
-                        })
-                        .collect())
-                })
-                .collect();
-            for (batch, vectors) in group.iter().zip(results) {
-                for (&i, v) in batch.iter().zip(vectors?) {
-                    out[i] = v;
-                }
-                progress(batch.len());
-            }
-        }
+        let out = run_packed(
+            &self.encoder,
+            &self.dir,
+            (&ids, &types),
+            |rows| pooling::sentence_vector(&self.pipeline, rows, h, skip),
+            progress,
+        )?;
         Ok(out)
     }
 
@@ -554,6 +523,56 @@ impl Embedder {
         }
         Ok(text)
     }
+}
+
+/// Runs `encoder` over the token sequences `ids` (with their token `types`) and maps each
+/// sequence's hidden rows (`len x hidden_size`, its own tokens only) through `each`, in input
+/// order. What makes an output a pure function of its sequence: sequences sorted by (length,
+/// index), packed without padding ([`pack_batches`]), attention per sequence. One batch per pool
+/// thread at a time: the GEMM kernel alone scales poorly to two threads at these sizes, and
+/// batch-level parallelism keeps both busy; results do not depend on which thread runs what.
+/// `progress(n)` after each batch of `n` sequences. Errors name `dir`.
+pub(crate) fn run_packed<T: Clone + Default + Send>(
+    encoder: &Encoder,
+    dir: &Path,
+    (ids, types): (&[Vec<u32>], &[Vec<u32>]),
+    each: impl Fn(&[f32]) -> T + Sync,
+    progress: &mut dyn FnMut(usize),
+) -> Result<Vec<T>> {
+    let mut order: Vec<usize> = (0..ids.len()).collect();
+    order.sort_by_key(|&i| (ids[i].len(), i));
+    let mut out: Vec<T> = vec![T::default(); ids.len()];
+    let batches = pack_batches(&order, |i| ids[i].len());
+    let h = encoder.config().hidden_size;
+    let in_flight = rayon::current_num_threads().max(1);
+    for group in batches.chunks(in_flight) {
+        let results: Vec<Result<Vec<T>>> = group
+            .par_iter()
+            .map(|batch| {
+                let batch_ids: Vec<&[u32]> = batch.iter().map(|&i| ids[i].as_slice()).collect();
+                let batch_types: Vec<&[u32]> = batch.iter().map(|&i| types[i].as_slice()).collect();
+                let hidden =
+                    encoder
+                        .hidden(&batch_ids, &batch_types)
+                        .map_err(|e| Error::Model {
+                            path: dir.to_path_buf(),
+                            message: format!("forward pass: {e}"),
+                        })?;
+                Ok(hidden
+                    .spans
+                    .iter()
+                    .map(|&(start, len)| each(&hidden.rows[start * h..(start + len) * h]))
+                    .collect())
+            })
+            .collect();
+        for (batch, outputs) in group.iter().zip(results) {
+            for (&i, v) in batch.iter().zip(outputs?) {
+                out[i] = v;
+            }
+            progress(batch.len());
+        }
+    }
+    Ok(out)
 }
 
 /// Cuts `order` (texts by index, already sorted) into consecutive batches of at most

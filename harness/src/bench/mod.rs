@@ -42,10 +42,16 @@ pub struct LegLatency {
     pub queries: usize,
     /// Timed passes.
     pub repeat: usize,
-    /// Median per-query latency (retrieve + select), ms.
+    /// Median per-query latency (retrieve + rerank + select), ms.
     pub median_ms: f64,
     /// p95, ms.
     pub p95_ms: f64,
+    /// Median of the rerank stage alone, ms (for a leg with one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rerank_median_ms: Option<f64>,
+    /// p95 of the rerank stage alone, ms.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rerank_p95_ms: Option<f64>,
     /// Queries per second over the timed passes.
     pub qps: f64,
     /// Top-`top` chunk ids per query id (when asked for, for peer comparisons).
@@ -108,13 +114,15 @@ pub fn latency(
             };
         let n = limit.map_or(source.queries.len(), |l| l.min(source.queries.len()));
         let mut tops = BTreeMap::new();
+        let leg_input = |q: usize| match model {
+            // the leg's own model's query vectors, of the same queries
+            Some(_) => QueryInput::from_export(&leg_export, q),
+            None => input(q),
+        };
         for q in 0..n {
-            let input = match model {
-                // the leg's own model's query vectors, of the same queries
-                Some(_) => QueryInput::from_export(&leg_export, q),
-                None => input(q),
-            };
-            let sel = leg.select(&input, &leg.retrieve(&input)?, None)?;
+            let input = leg_input(q);
+            let retrieval = leg.rerank(&input, leg.retrieve(&input)?)?;
+            let sel = leg.select(&input, &retrieval, None)?;
             if top > 0 {
                 let ids = sel
                     .chunks
@@ -126,12 +134,18 @@ pub fn latency(
             }
         }
         let mut times = Vec::with_capacity(n * repeat);
+        let mut rerank_times = Vec::new();
         let started = Instant::now();
         for _ in 0..repeat {
             for q in 0..n {
-                let input = input(q);
+                let input = leg_input(q);
                 let t = Instant::now();
                 let r = leg.retrieve(&input)?;
+                let t_rerank = Instant::now();
+                let r = leg.rerank(&input, r)?;
+                if leg.has_rerank() {
+                    rerank_times.push(t_rerank.elapsed().as_secs_f64() * 1e3);
+                }
                 let s = leg.select(&input, &r, None)?;
                 times.push(t.elapsed().as_secs_f64() * 1e3);
                 std::hint::black_box(s);
@@ -146,6 +160,8 @@ pub fn latency(
             repeat,
             median_ms: metrics::median(&times).unwrap_or(0.0),
             p95_ms: metrics::percentile(&times, 95.0).unwrap_or(0.0),
+            rerank_median_ms: metrics::median(&rerank_times),
+            rerank_p95_ms: metrics::percentile(&rerank_times, 95.0),
             qps: (n * repeat) as f64 / wall.max(1e-12),
             top: tops,
         });

@@ -66,8 +66,12 @@ impl Command for Latency {
                 &s.data,
             )?;
             for r in timings {
+                let rerank = match (r.rerank_median_ms, r.rerank_p95_ms) {
+                    (Some(m), Some(p)) => format!("  (rerank: median {m:.4} ms, p95 {p:.4} ms)"),
+                    _ => String::new(),
+                };
                 out!(
-                    "{:<24} {:<20} {:>6} chunks {:>5} queries x{:<3} median {:>8.4} ms  p95 {:>8.4} ms  {:>10.0} q/s",
+                    "{:<24} {:<20} {:>6} chunks {:>5} queries x{:<3} median {:>8.4} ms  p95 {:>8.4} ms  {:>10.0} q/s{rerank}",
                     r.dataset, r.leg, r.chunks, r.queries, r.repeat, r.median_ms, r.p95_ms, r.qps
                 );
                 all.push(r);
