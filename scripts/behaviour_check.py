@@ -31,7 +31,7 @@ from pathlib import Path
 
 VOLATILE_TOP = ("timing", "key")
 VOLATILE_INPUTS = ("code_version",)
-VOLATILE_COLUMNS = ("retrieve_ms", "select_ms")
+VOLATILE_COLUMNS = ("retrieve_ms", "select_ms", "rerank_ms")
 
 
 def strip(doc, ignore=()):

@@ -267,7 +267,10 @@ impl LegSpec {
     }
 
     /// Builds the leg over `export` (a conversation leg that needs text vectors reports
-    /// `missing-inputs` here: use [`Self::build_with`]).
+    /// `missing-inputs` here: use [`Self::build_with`]). `model` and `rerank` are the caller's
+    /// to apply, as the harness does: this crate holds no model code, so it builds the kind
+    /// over `export` as given (load the export with the model's vectors first), and the
+    /// rerank stage is [`crate::rerank::Reranked`] around the result.
     pub fn build(&self, name: &str, export: Arc<Export>) -> Result<Box<dyn Leg>, LegError> {
         self.build_with(name, export, None)
     }
