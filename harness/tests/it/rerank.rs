@@ -164,6 +164,14 @@ fn a_reranked_leg_is_its_base_reordered_by_the_rerankers_scores() {
 #[test]
 fn rerank_groups_that_cannot_run_are_refused_naming_the_field() {
     let env = env();
+    // `hopbench legs` shows the group resolved (its default `k` filled in), after `kind`
+    let legs = env.ok(&["legs", "--campaign", "rr.yaml"]);
+    for want in [
+        r#"{"kind":"bm25","rerank":{"reranker":"cross_encoder","k":10,"model":"ce"},"pool_k":100"#,
+        r#"{"kind":"graph_rescue","rerank":{"reranker":"bi_encoder","k":30},"#,
+    ] {
+        assert!(legs.contains(want), "{want} in {legs}");
+    }
     for (leg, needle) in [
         (
             "{kind: cdgr, rerank: {reranker: bi_encoder}}",
