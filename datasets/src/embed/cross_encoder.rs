@@ -48,7 +48,7 @@ use tokenizers::processors::template::TemplateProcessing;
 use tokenizers::{EncodeInput, Tokenizer};
 
 use super::encoder::{Architecture, Encoder, EncoderConfig};
-use super::model_dir::{Activation, ModelDir, PoolMode, Pooling, Prompts};
+use super::model_dir::{bad, read_map, Activation, ModelDir, PoolMode, Pooling, Prompts};
 use super::{kernels, load_encoder, load_tokenizer, model_name, required, run_packed};
 use super::{ARITHMETIC_VERSION, TOKENIZE_CHUNK};
 use crate::{Error, Result};
@@ -430,23 +430,6 @@ fn supported_architecture(cfg: &EncoderConfig, config: &Path) -> Result<Architec
         )),
         a => Ok(a),
     }
-}
-
-/// A JSON file as a map; `None` when absent.
-fn read_map(path: &Path) -> Result<Option<Map<String, Value>>> {
-    if !path.exists() {
-        return Ok(None);
-    }
-    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-    match serde_json::from_str::<Value>(&text) {
-        Ok(Value::Object(m)) => Ok(Some(m)),
-        Ok(_) => Err(Error::malformed(path, "JSON", "expected an object")),
-        Err(e) => Err(Error::malformed(path, "JSON", e)),
-    }
-}
-
-fn bad(path: &Path, field: &str, message: impl Into<String>) -> Error {
-    Error::field(path, "model", field, message)
 }
 
 impl Layout {

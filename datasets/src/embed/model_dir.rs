@@ -161,7 +161,7 @@ pub(crate) struct ModelDir {
 }
 
 /// A JSON file of the directory as a map; `None` when absent.
-fn read_map(path: &Path) -> Result<Option<Map<String, Value>>> {
+pub(super) fn read_map(path: &Path) -> Result<Option<Map<String, Value>>> {
     if !path.exists() {
         return Ok(None);
     }
@@ -173,7 +173,8 @@ fn read_map(path: &Path) -> Result<Option<Map<String, Value>>> {
     }
 }
 
-fn bad(path: &Path, field: &str, message: impl Into<String>) -> Error {
+/// A model directory's error: `field` of the file at `path` is wrong.
+pub(super) fn bad(path: &Path, field: &str, message: impl Into<String>) -> Error {
     Error::field(path, "model", field, message)
 }
 
